@@ -1,0 +1,1 @@
+"""Configuration: pydantic models for experiments and agent types, and their loader."""

@@ -1,0 +1,56 @@
+"""The experiment configuration: one YAML file a user runs.
+
+Sections live in modules of their own (``world``, ``memory``, ``llm``, ``broker``, ``sweep``);
+this module composes them. Relative paths inside an experiment file are resolved against the
+directory of that file, so an experiment runs the same from any working directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from governed_broker.config.base import StrictModel
+from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
+from governed_broker.config.llm import LLMConfig
+from governed_broker.config.memory import MemoryConfig
+from governed_broker.config.sweep import SweepConfig
+from governed_broker.config.world import (
+    DamageConfig,
+    DecisionConfig,
+    ElevationConfig,
+    HazardConfig,
+    InsuranceConfig,
+    NetworkConfig,
+    OutputConfig,
+    PopulationConfig,
+    RelocationConfig,
+    TrustConfig,
+)
+
+
+class ExperimentConfig(StrictModel):
+    """A complete, validated experiment."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    seed: int = Field(ge=0, le=2**63 - 1)
+    years: int = Field(ge=1, le=1000)
+    agent_types: Path = Path("../agent_types.yaml")
+    population: PopulationConfig
+    hazard: HazardConfig
+    damage: DamageConfig
+    insurance: InsuranceConfig
+    elevation: ElevationConfig
+    relocation: RelocationConfig
+    network: NetworkConfig = NetworkConfig()
+    trust: TrustConfig = TrustConfig()
+    decision: DecisionConfig = DecisionConfig()
+    memory: MemoryConfig = MemoryConfig()
+    llm: LLMConfig | None = None
+    governance: GovernanceConfig = GovernanceConfig()
+    reflection: ReflectionConfig = ReflectionConfig()
+    rag: RAGConfig = RAGConfig()
+    outputs: OutputConfig = OutputConfig()
+    sweep: SweepConfig | None = None

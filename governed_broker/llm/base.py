@@ -1,0 +1,115 @@
+"""The small LLM interface every backend implements.
+
+A request is a list of chat messages plus an optional JSON schema that the backend must
+constrain its output to; a response carries the text, the parsed JSON object (when a schema was
+given and the text parsed), token counts and timings. Backends implement ``achat``; ``chat`` is a
+synchronous convenience wrapper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class LLMError(RuntimeError):
+    """An LLM backend failed in a way the user must act on (message says what to do)."""
+
+
+class LLMTransportError(LLMError):
+    """A transient transport failure (connection refused, timeout); retried with back-off."""
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One chat request.
+
+    Attributes:
+        messages: Chat messages, each ``{"role": "system"|"user"|"assistant", "content": str}``.
+        json_schema: JSON schema the reply must satisfy (constrained decoding where supported).
+        temperature: Sampling temperature.
+        seed: Sampling seed; derived per call from (experiment seed, agent, year, attempt).
+        max_tokens: Maximum generated tokens.
+        num_ctx: Context window in tokens (backends that accept it).
+        tag: Free label for the call log, e.g. ``"decision"``, ``"reflection"``, ``"hyde"``.
+    """
+
+    messages: tuple[Mapping[str, str], ...]
+    json_schema: Mapping[str, Any] | None = None
+    temperature: float = 0.7
+    seed: int = 0
+    max_tokens: int = 256
+    num_ctx: int = 4096
+    tag: str = ""
+
+    @staticmethod
+    def of(messages: Sequence[Mapping[str, str]], **kwargs: Any) -> LLMRequest:
+        """Build a request from any sequence of messages (copied into an immutable tuple)."""
+        return LLMRequest(messages=tuple(dict(m) for m in messages), **kwargs)
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """A backend's reply.
+
+    Attributes:
+        text: Raw generated text.
+        parsed: The JSON object parsed from ``text`` (None when no schema or unparseable).
+        prompt_tokens: Tokens in the prompt.
+        completion_tokens: Tokens generated.
+        latency_s: Wall-clock seconds for the call (0 for cache hits is not assumed: measured).
+        backend: Backend kind, e.g. ``"embedded"``, ``"ollama"``, ``"openai"``, ``"scripted"``.
+        model: Model identity (name and, where known, sha256 or digest).
+        cached: Whether the reply came from the response cache.
+        extra: Backend-specific timings or metadata (JSON-serialisable).
+    """
+
+    text: str
+    parsed: Any = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    backend: str = ""
+    model: str = ""
+    cached: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class LLMBackend:
+    """Base class of LLM backends.
+
+    Subclasses set ``kind``, ``model_id``, ``supports_schema`` and ``max_concurrency`` and
+    implement ``achat``. ``chat`` runs ``achat`` to completion in a private event loop.
+    """
+
+    kind: str = "abstract"
+    model_id: str = ""
+    #: Whether the backend enforces ``json_schema`` by constrained decoding.
+    supports_schema: bool = False
+    #: How many requests are useful in flight at once.
+    max_concurrency: int = 1
+
+    async def achat(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def chat(self, request: LLMRequest) -> LLMResponse:
+        """Synchronous wrapper around ``achat``."""
+        return asyncio.run(self.achat(request))
+
+    async def aclose(self) -> None:
+        """Release resources (connections, model memory)."""
+
+    def close(self) -> None:
+        """Synchronous ``aclose``."""
+        asyncio.run(self.aclose())
+
+    def describe(self) -> dict[str, Any]:
+        """Identity for manifests: kind, model and capabilities."""
+        return {
+            "kind": self.kind,
+            "model": self.model_id,
+            "supports_schema": self.supports_schema,
+            "max_concurrency": self.max_concurrency,
+        }

@@ -1,0 +1,132 @@
+"""The decision step of the yearly loop, behind a small interface.
+
+The world builds one ``HouseholdSituation`` per active household (a frozen snapshot: nothing a
+decision maker does can change the world), hands the whole batch to a ``DecisionMaker`` and gets
+one ``Decision`` per household back. The world then validates feasibility once more and executes
+the decisions in agent-id order. The rule-based baseline and the governed LLM broker both
+implement this interface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from governed_broker.sim.model import FloodModel
+
+#: Decision statuses, as written to ``agents_yearly.csv`` and ``decisions.jsonl``.
+#: ``baseline``: taken by the non-LLM baseline rule. The others are the broker's statuses.
+DECISION_STATUSES = ("baseline", "approved", "retry_approved", "rejected", "parse_failed")
+
+
+@dataclass(frozen=True)
+class HouseholdSituation:
+    """What one household knows at decision time in a given year (units in field names).
+
+    Attributes:
+        agent_id: Mesa unique id of the household.
+        year: Simulation year (1-based).
+        tenure: ``"owner"`` or ``"renter"``.
+        flood_zone: Zone name (e.g. ``"high"``, ``"low"``) from the population.
+        income_usd: Annual household income.
+        savings_usd: Liquid savings after this year's damages and payouts.
+        structure_value_usd: Replacement value of the building (owners; 0 for renters).
+        contents_value_usd: Replacement value of the contents.
+        elevated: Whether the home is already elevated.
+        insured: Whether a policy is in force this year (bought last year, not yet lapsed).
+        flooded: Whether this household's home flooded this year.
+        depth_m: Flood depth at the home this year, before elevation (metres).
+        damage_usd: Structure + contents damage this year.
+        payout_usd: Insurance payout this year.
+        years_since_flood: Years since the last flood at this home (None: never flooded).
+        floods_experienced: Number of floods experienced in the simulation so far.
+        flood_probability: Objective annual flood probability of the home's zone.
+        neighbour_shares: Share of neighbours who were insured / elevated / relocated at the
+            end of the previous year, keys ``insured``, ``elevated``, ``relocated``.
+        action_costs_usd: Out-of-pocket cost this year of each action the household may take
+            (after subsidies), keyed by action id.
+        affordable: Whether each action's cost fits within savings, keyed by action id.
+        allowed_actions: Action ids this household may take (identity/physical rules applied).
+        trust_insurance: Trust in insurance, 0..1.
+        trust_neighbours: Trust in neighbours, 0..1.
+        memories: Memories retrieved for this year (``MemoryItem`` objects; empty without memory).
+        extra: Additional world facts for prompts (JSON-serialisable).
+    """
+
+    agent_id: int
+    year: int
+    tenure: str
+    flood_zone: str
+    income_usd: float
+    savings_usd: float
+    structure_value_usd: float
+    contents_value_usd: float
+    elevated: bool
+    insured: bool
+    flooded: bool
+    depth_m: float
+    damage_usd: float
+    payout_usd: float
+    years_since_flood: int | None
+    floods_experienced: int
+    flood_probability: float
+    neighbour_shares: Mapping[str, float]
+    action_costs_usd: Mapping[str, float]
+    affordable: Mapping[str, bool]
+    allowed_actions: tuple[str, ...]
+    trust_insurance: float
+    trust_neighbours: float
+    memories: tuple[Any, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One household's decision for one year, as returned by a ``DecisionMaker``.
+
+    Attributes:
+        agent_id: The household.
+        proposed_action: What the decision maker first proposed (for the LLM: its first parsed
+            proposal; ``None`` when nothing could be parsed).
+        action: The action to execute (approved, or the default action after rejection).
+        status: One of ``DECISION_STATUSES``.
+        threat_label: Threat appraisal VL/L/M/H/VH (None if the maker does not produce one).
+        coping_label: Coping appraisal VL/L/M/H/VH (None if not produced).
+        retries: Number of re-asks after the first attempt (0 for the baseline).
+        reason: Short free-text reason.
+        decision_maker: Name of the maker, e.g. ``"baseline"`` or ``"llm:embedded/qwen..."``.
+        audit: Extra audit fields (attempts, rules fired, memory ids...), JSON-serialisable.
+    """
+
+    agent_id: int
+    proposed_action: str | None
+    action: str
+    status: str
+    threat_label: str | None = None
+    coping_label: str | None = None
+    retries: int = 0
+    reason: str = ""
+    decision_maker: str = "baseline"
+    audit: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class DecisionMaker(Protocol):
+    """Decides for a batch of households; must not mutate the world.
+
+    ``decide`` receives every active household of one year and returns exactly one ``Decision``
+    per situation, in the same order. ``end_year`` runs after execution (e.g. reflection) and
+    ``close`` releases resources (LLM backends, files).
+    """
+
+    name: str
+
+    def decide(
+        self, situations: Sequence[HouseholdSituation], model: FloodModel
+    ) -> list[Decision]: ...
+
+    def end_year(self, model: FloodModel, year: int) -> None: ...
+
+    def close(self) -> None: ...
