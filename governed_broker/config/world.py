@@ -1,0 +1,290 @@
+"""World sections of the experiment YAML: population, hazard, damage, money, network, trust.
+
+Every monetary or behavioural section carries a required ``source:`` string saying where its
+numbers come from (see ``shared/research/domain_defaults.md``); the default experiment files
+fill them in. Units are in the field names (``_usd``, ``_m``, ``_share``).
+
+Paths (population CSV, damage tables, hazard schedules) are written as given in the YAML and
+checked for existence at load time; they are resolved against the directory of the experiment
+file with ``ExperimentConfig.resolve_path``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, ValidationInfo, model_validator
+
+from governed_broker.config.base import StrictModel
+
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+NonNegative = Annotated[float, Field(ge=0.0)]
+Positive = Annotated[float, Field(gt=0.0)]
+Source = Annotated[str, Field(min_length=1, description="Where the numbers come from.")]
+
+
+def _check_exists(value: Path, info: ValidationInfo) -> Path:
+    """Fail validation when a referenced file does not exist (relative to the YAML's folder)."""
+    base = (info.context or {}).get("base_dir") if info.context is not None else None
+    if base is None:
+        return value
+    full = value if value.is_absolute() else Path(base) / value
+    if not full.is_file():
+        raise ValueError(f"file not found: {full} (relative paths are resolved against {base})")
+    return value
+
+
+#: A path to an existing file, written relative to the experiment YAML's directory.
+FilePath = Annotated[Path, AfterValidator(_check_exists)]
+
+
+class LognormalParams(StrictModel):
+    """A lognormal distribution given by the mean and standard deviation of ln(x)."""
+
+    ln_mean: float
+    ln_sigma: NonNegative
+
+
+class UniformRange(StrictModel):
+    """A uniform distribution on [low, high]."""
+
+    low: float
+    high: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> UniformRange:
+        if self.high < self.low:
+            raise ValueError(f"high ({self.high}) must be >= low ({self.low})")
+        return self
+
+
+class TenureShares(StrictModel):
+    """A share per tenure (owner / renter)."""
+
+    owner: Share = 0.0
+    renter: Share = 0.0
+
+
+class GeneratedPopulation(StrictModel):
+    """Distributions to draw a synthetic population from (seeded by the experiment seed)."""
+
+    owner_share: Share
+    zone_shares: dict[str, Share] = Field(min_length=1)
+    income_usd: LognormalParams
+    replacement_value_usd: dict[Literal["owner", "renter"], LognormalParams]
+    contents_to_structure_ratio: Positive
+    savings_to_income: UniformRange
+    initial_insured: dict[str, TenureShares] = {}
+    initial_elevated: dict[str, TenureShares] = {}
+    trust_insurance: UniformRange
+    trust_neighbours: UniformRange
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GeneratedPopulation:
+        total = sum(self.zone_shares.values())
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"zone_shares must sum to 1 (got {total:g})")
+        for name, mapping in (("initial_insured", self.initial_insured),
+                              ("initial_elevated", self.initial_elevated)):
+            unknown = sorted(set(mapping) - set(self.zone_shares))
+            if unknown:
+                raise ValueError(
+                    f"{name} names zones {unknown} that are not in zone_shares "
+                    f"{sorted(self.zone_shares)}"
+                )
+        for name in ("trust_insurance", "trust_neighbours"):
+            rng = getattr(self, name)
+            if rng.low < 0 or rng.high > 1:
+                raise ValueError(f"{name} must lie within [0, 1]")
+        return self
+
+
+class PopulationConfig(StrictModel):
+    """Where the households come from: a CSV file or generated from distributions.
+
+    ``file``: CSV in ``configs/populations/`` (columns documented in README "Configuration").
+    ``generate``: distributions; ``size`` households are drawn. Exactly one must be given.
+    ``annual_saving_share``: share of income added to savings at the end of each year.
+    """
+
+    source: Source
+    size: int | None = Field(default=None, ge=1, le=10_000_000)
+    file: FilePath | None = None
+    generate: GeneratedPopulation | None = None
+    annual_saving_share: Share = 0.0
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PopulationConfig:
+        if (self.file is None) == (self.generate is None):
+            raise ValueError("give exactly one of 'file' (a CSV) or 'generate' (distributions)")
+        if self.generate is not None and self.size is None:
+            raise ValueError("'size' (number of households) is required with 'generate'")
+        if self.file is not None and self.size is not None:
+            raise ValueError("'size' applies to 'generate'; a CSV population has one household "
+                             "per row (remove 'size')")
+        return self
+
+
+class FixedEvent(StrictModel):
+    """One scheduled flood: the year and the depth (metres) per zone; unlisted zones stay dry."""
+
+    year: int = Field(ge=1)
+    depth_m: dict[str, NonNegative] = Field(min_length=1)
+
+
+class StochasticZone(StrictModel):
+    """Annual flood probability and event depth distribution for one zone.
+
+    In a flood year the zone's depth is ``median_depth_m * exp(event_sigma * z)`` with one
+    standard normal ``z`` per event, shared by the zones.
+    """
+
+    annual_probability: Share
+    median_depth_m: NonNegative
+    event_sigma: NonNegative = 0.0
+
+
+class HazardConfig(StrictModel):
+    """Which years flood, and how deep.
+
+    ``fixed``: flood years listed in ``events`` (or in ``file``, a YAML with ``events:``).
+    ``stochastic``: one event draw per year, ``u ~ U(0,1)``; zone z floods when
+    ``u < annual_probability[z]`` (a rarer event floods every more exposed zone too).
+    ``household_sigma``: lognormal spread of each household's depth around its zone's depth.
+    """
+
+    source: Source
+    mode: Literal["fixed", "stochastic"]
+    events: list[FixedEvent] = []
+    file: FilePath | None = None
+    zones: dict[str, StochasticZone] = {}
+    household_sigma: NonNegative = 0.0
+
+    @model_validator(mode="after")
+    def _mode_fields(self) -> HazardConfig:
+        if self.mode == "fixed":
+            if self.zones:
+                raise ValueError("'zones' belongs to mode 'stochastic'; fixed mode uses 'events'")
+            if self.events and self.file is not None:
+                raise ValueError("give 'events' or 'file', not both")
+        else:
+            if not self.zones:
+                raise ValueError("mode 'stochastic' needs 'zones' (annual probability and depth)")
+            if self.events or self.file is not None:
+                raise ValueError("'events'/'file' belong to mode 'fixed'")
+        return self
+
+
+class DamageConfig(StrictModel):
+    """Depth-damage table (YAML in ``configs/damage/``) used for structure and contents."""
+
+    source: Source
+    table: FilePath
+
+
+class InsuranceConfig(StrictModel):
+    """Flood insurance (NFIP-style): premium rates, limits, deductibles, payout share."""
+
+    source: Source
+    rate_structure_per_1000_usd: NonNegative
+    rate_contents_per_1000_usd: NonNegative
+    loading: Positive = 1.0
+    fee_usd: NonNegative = 0.0
+    limit_structure_usd: NonNegative
+    limit_contents_usd: NonNegative
+    deductible_structure_usd: NonNegative
+    deductible_contents_usd: NonNegative
+    payout_share: Share = 1.0
+
+
+class ElevationConfig(StrictModel):
+    """House elevation: height (metres), cost before subsidy, subsidy share."""
+
+    source: Source
+    height_m: Positive
+    cost_usd: NonNegative
+    subsidy_share: Share = 0.0
+
+
+class TenureAmounts(StrictModel):
+    """A dollar amount per tenure (owner / renter)."""
+
+    owner: NonNegative
+    renter: NonNegative
+
+
+class RelocationConfig(StrictModel):
+    """Relocation: a moving cost per tenure; owners additionally lose the part of the
+    structure value that a buyout does not pay (``1 - buyout_share``)."""
+
+    source: Source
+    moving_cost_usd: TenureAmounts
+    buyout_share: Share = 1.0
+
+
+class NetworkConfig(StrictModel):
+    """Neighbour graph (networkx, seeded): ``ring`` (each household linked to ``k`` nearest in
+    id order), ``small_world`` (Watts-Strogatz, rewiring ``p``), ``lattice`` (2-D grid filled row
+    by row, 4 neighbours) or ``none``."""
+
+    kind: Literal["ring", "small_world", "lattice", "none"] = "small_world"
+    k: int = Field(default=4, ge=2)
+    p: Share = 0.1
+
+
+class TrustConfig(StrictModel):
+    """Yearly trust updates (added, then clamped to [0, 1])."""
+
+    source: str = (
+        "governed-broker-framework examples/single_agent/run_flood.py post_year "
+        "(shared/research/domain_defaults.md section 5)"
+    )
+    insurance_insured_flooded: float = -0.10
+    insurance_insured_safe: float = 0.02
+    insurance_uninsured_flooded: float = 0.05
+    insurance_uninsured_safe: float = -0.02
+    neighbours_high_action: float = 0.04
+    neighbours_flooded_low_action: float = -0.05
+    neighbours_otherwise: float = -0.01
+    high_action_rate: Share = 0.30
+    low_action_rate: Share = 0.10
+
+
+class BaselineParams(StrictModel):
+    """Parameters of the PMT / expected-utility baseline (README "Baseline decision maker")."""
+
+    source: Source
+    beta_max: NonNegative = 10.0
+    beta_coef: float = -2.5
+    beta_base: float = 1.6
+    beta_min: NonNegative = 0.1
+    max_perceived_probability: Share = 0.998
+    discount_rate: NonNegative = 0.03
+    horizon_years: int = Field(default=15, ge=1)
+    threat_income_scale: Positive = 0.05
+    threat_min: Share = 0.4
+    coping_min: Share = 0.4
+    relocation_threat_min: Share = 0.8
+    implementation_probability: Share = 0.5
+
+
+class DecisionConfig(StrictModel):
+    """Who decides: the rule-based ``baseline`` or the governed ``llm`` broker."""
+
+    maker: Literal["baseline", "llm"] = "baseline"
+    baseline: BaselineParams = BaselineParams(
+        source=(
+            "DYNAMO/GEB risk perception and discounted EU (domain_defaults section 5); "
+            "threat scale: 5% premium-burden threshold (section 3); gates and implementation "
+            "probability: our assumptions (Erdlenbruch & Bonte 2018 motivation delay)"
+        )
+    )
+
+
+class OutputConfig(StrictModel):
+    """What a run writes besides the CSVs."""
+
+    plots: bool = True
+    progress: bool = True
+    memory_markdown: bool = False

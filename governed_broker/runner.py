@@ -1,0 +1,200 @@
+"""One run of an experiment: the world stepped year by year, outputs moved into place at the end.
+
+The run works inside ``<out_dir>.partial/`` (a deterministic name, so that an interrupted run can
+be found again) and renames it to ``out_dir`` only after every file is written, so a failed run
+never leaves a directory that looks complete.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from governed_broker.config.base import ConfigError
+from governed_broker.config.experiment import ExperimentConfig
+from governed_broker.config.loader import dump_resolved, load_agent_types
+from governed_broker.sim.baseline import BaselineDecisionMaker
+from governed_broker.sim.csvout import format_row, format_rows
+from governed_broker.sim.decision import DecisionMaker
+from governed_broker.sim.model import AGENT_COLUMNS, MODEL_COLUMNS, FloodModel
+
+#: Packages whose versions are recorded in the manifest.
+_VERSIONED = ("governed-broker", "mesa", "numpy", "pandas", "pydantic", "pyyaml", "networkx",
+              "matplotlib", "tqdm")
+
+
+class OutputExistsError(RuntimeError):
+    """The output directory already holds a complete run (pass ``overwrite=True``)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a finished run produced.
+
+    Attributes:
+        out_dir: The run directory.
+        years: Simulated years.
+        n_households: Households in the initial population.
+        n_agent_rows: Rows written to ``agents_yearly.csv``.
+        seconds: Wall-clock duration of the run.
+        decision_maker: Name of the decision maker.
+    """
+
+    out_dir: Path
+    years: int
+    n_households: int
+    n_agent_rows: int
+    seconds: float
+    decision_maker: str
+
+
+def partial_dir(out_dir: Path) -> Path:
+    """The working directory of a run that has not finished (``<out_dir>.partial``)."""
+    out_dir = Path(out_dir)
+    return out_dir.with_name(out_dir.name + ".partial")
+
+
+def config_hash(config: ExperimentConfig) -> str:
+    """sha256 of the resolved configuration (JSON with sorted keys)."""
+    text = json.dumps(config.model_dump(mode="json"), sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def build_decision_maker(config: ExperimentConfig, run_dir: Path) -> DecisionMaker:
+    """The decision maker the experiment asks for."""
+    if config.decision.maker == "baseline":
+        agent_types = load_agent_types(config.resolve_path(config.agent_types))
+        return BaselineDecisionMaker(config.decision.baseline, agent_types, config.seed)
+    from governed_broker.broker.factory import build_decision_maker as build_llm
+
+    return build_llm(config, run_dir)
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    out_dir: str | Path,
+    *,
+    progress: bool = True,
+    overwrite: bool = False,
+    decision_maker: DecisionMaker | None = None,
+) -> RunResult:
+    """Run one experiment and write its outputs (docs/ARCHITECTURE.md "Output contract").
+
+    Args:
+        config: The validated experiment.
+        out_dir: The run directory to create.
+        progress: Show a progress bar over years (only on a terminal).
+        overwrite: Replace an existing complete ``out_dir``.
+        decision_maker: Use this maker instead of the one ``config.decision`` names (tests).
+
+    Raises:
+        OutputExistsError: ``out_dir`` exists and ``overwrite`` is False.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not overwrite:
+        raise OutputExistsError(
+            f"{out_dir} already exists; choose another --out or pass --overwrite"
+        )
+    work = partial_dir(out_dir)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    started, t0 = _now(), time.perf_counter()
+    try:
+        maker = decision_maker or build_decision_maker(config, work)
+    except ConfigError:
+        shutil.rmtree(work)  # a configuration error leaves nothing behind
+        raise
+    try:
+        model, rows = _simulate(config, maker, work, progress and config.outputs.progress)
+    finally:
+        maker.close()
+    seconds = time.perf_counter() - t0
+    (work / "config.yaml").write_text(dump_resolved(config), encoding="utf-8")
+    if config.outputs.plots:
+        from governed_broker.sim.plots import summary_plot
+
+        summary_plot(work / "model_yearly.csv", work / "summary.png", title=config.name)
+    manifest = _manifest(config, maker, started, seconds, model, rows)
+    (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    os.replace(work, out_dir)
+    return RunResult(out_dir, config.years, model.n, rows, seconds, maker.name)
+
+
+def _simulate(
+    config: ExperimentConfig, maker: DecisionMaker, work: Path, progress: bool
+) -> tuple[FloodModel, int]:
+    from tqdm import tqdm
+
+    model = FloodModel(config, maker)
+    rows = 0
+    with (open(work / "agents_yearly.csv", "w", encoding="utf-8", newline="") as agents_f,
+          open(work / "model_yearly.csv", "w", encoding="utf-8", newline="") as model_f):
+        agents_f.write(",".join(AGENT_COLUMNS) + "\n")
+        model_f.write(",".join(MODEL_COLUMNS) + "\n")
+        bar = tqdm(range(config.years), desc=config.name, unit="year",
+                   disable=not (progress and sys.stderr.isatty()))
+        for _ in bar:
+            model.step()
+            cols = model.last_agent_columns
+            agents_f.write(format_rows(AGENT_COLUMNS, cols))
+            model_f.write(format_row(MODEL_COLUMNS, model.last_model_row))
+            rows += len(cols["agent_id"])
+    return model, rows
+
+
+def _manifest(config, maker, started, seconds, model: FloodModel, rows: int) -> dict[str, Any]:
+    versions = {}
+    for name in _VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "name": config.name,
+        "config_hash": config_hash(config),
+        "seed": config.seed,
+        "years": config.years,
+        "decision_maker": maker.name,
+        "n_households": model.n,
+        "n_active_end": int((~model.hh.relocated).sum()),
+        "n_agent_rows": rows,
+        "config_base_dir": str(config.base_dir),
+        "started_at": started,
+        "finished_at": _now(),
+        "seconds": round(seconds, 3),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": versions,
+        "git_commit": _git_commit(),
+    }
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _git_commit() -> str | None:
+    """Commit of the source tree, if it is a git checkout (None otherwise)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None

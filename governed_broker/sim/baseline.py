@@ -1,0 +1,161 @@
+"""The rule-based PMT / expected-utility baseline decision maker (the non-LLM counterfactual).
+
+For each household (vectorised over the batch; README "Baseline decision maker"):
+
+1. Risk perception (DYNAMO/GEB): ``beta = beta_max * beta_base**(beta_coef * t) + beta_min``
+   with ``t`` the years since the last flood (never flooded: ``beta = beta_min``); perceived
+   probability ``p = min(max_perceived_probability, flood_probability * beta)``.
+2. Threat appraisal: ``threat = 1 - exp(-p * L0 / (threat_income_scale * income))`` with
+   ``L0`` the loss of a typical flood if the household does nothing.
+3. Coping appraisal (self-efficacy: can it do something?): the largest, over the protective
+   actions it may take, of ``min(1, savings / out-of-pocket cost)``.
+4. Expected utility of each allowed, affordable action ``a`` (log utility, one year):
+   ``EU_a = p ln(W - C_a - L_a) + (1 - p) ln(W - C_a)``, ``W`` = income + savings + structure
+   and contents value, ``C_a`` the annualised cost (premium; one-off costs times the annuity
+   factor ``r / (1 - (1 + r)**-T)``), ``L_a`` the out-of-pocket loss of a typical flood.
+5. PMT gate: a household acts only when ``threat >= threat_min`` and ``coping >= coping_min``;
+   relocation only when ``threat >= relocation_threat_min``. It picks the best EU action; a new
+   measure (anything but the default or renewing a policy in force) is implemented this year
+   with probability ``implementation_probability`` (motivation-to-action delay); a delayed
+   household renews its policy in force when that beats doing nothing.
+
+Scores are mapped to labels by ``agent_types.yaml`` ``pmt_labels``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from governed_broker.config.agent_types import AgentTypesConfig
+from governed_broker.config.world import BaselineParams
+from governed_broker.seeding import child_rng
+from governed_broker.sim.decision import Decision, HouseholdSituation
+from governed_broker.sim.fastbuild import build
+
+if TYPE_CHECKING:  # pragma: no cover
+    from governed_broker.sim.model import FloodModel
+
+
+class BaselineDecisionMaker:
+    """PMT-gated expected-utility household rule with post-flood risk-perception decay.
+
+    Args:
+        params: The experiment's ``decision.baseline`` section.
+        agent_types: Actions and PMT labels.
+        seed: Experiment seed (implementation draws use ``child_rng(seed, "baseline", year)``).
+    """
+
+    name = "baseline"
+
+    def __init__(self, params: BaselineParams, agent_types: AgentTypesConfig, seed: int) -> None:
+        self.params = params
+        self.agent_types = agent_types
+        self.seed = int(seed)
+        self.actions = list(agent_types.actions)
+        self.effects = np.array([agent_types.actions[a].effect for a in self.actions])
+        self.default = self.actions.index(agent_types.default_action)
+        r, horizon = params.discount_rate, params.horizon_years
+        self.annuity = 1.0 / horizon if r == 0 else r / (1.0 - (1.0 + r) ** -horizon)
+
+    def perceived_probability(
+        self, flood_probability: np.ndarray, years_since_flood: np.ndarray
+    ) -> np.ndarray:
+        """DYNAMO/GEB perceived annual flood probability (NaN years: never flooded)."""
+        p = self.params
+        beta = np.where(
+            np.isnan(years_since_flood),
+            p.beta_min,
+            p.beta_max * p.beta_base ** (p.beta_coef * np.nan_to_num(years_since_flood))
+            + p.beta_min,
+        )
+        return np.minimum(p.max_perceived_probability, flood_probability * beta)
+
+    def decide(
+        self, situations: Sequence[HouseholdSituation], model: FloodModel | None = None
+    ) -> list[Decision]:
+        """One decision per situation, in order (see the module docstring for the rule)."""
+        if not situations:
+            return []
+        n, acts = len(situations), self.actions
+        income = np.fromiter((s.income_usd for s in situations), float, n)
+        savings = np.fromiter((s.savings_usd for s in situations), float, n)
+        wealth = income + np.maximum(savings, 0.0) + np.fromiter(
+            (s.structure_value_usd + s.contents_value_usd for s in situations), float, n)
+        prob = np.fromiter((s.flood_probability for s in situations), float, n)
+        ysf = np.fromiter((np.nan if s.years_since_flood is None else s.years_since_flood
+                           for s in situations), float, n)
+        insured = np.fromiter((s.insured for s in situations), bool, n)
+        pick = operator.itemgetter(*acts)
+        cost = np.array([pick(s.action_costs_usd) for s in situations], dtype=float)
+        loss = np.array([pick(s.extra["loss_if_flood_usd"]) for s in situations], dtype=float)
+        affordable = np.array([pick(s.affordable) for s in situations], dtype=bool)
+        allowed = np.array([[a in s.allowed_actions for a in acts] for s in situations],
+                           dtype=bool)
+        ok = affordable & allowed
+
+        p_perc = self.perceived_probability(prob, ysf)
+        threat = 1.0 - np.exp(-p_perc * loss[:, self.default]
+                              / (self.params.threat_income_scale * np.maximum(income, 1.0)))
+        coping = self._coping(cost, savings, allowed)
+        choice = self._choose(cost, loss, ok, wealth, p_perc, threat, coping, insured,
+                              situations[0].year)
+        return self._decisions(situations, choice, threat, coping)
+
+    def _coping(self, cost: np.ndarray, savings: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+        protective = allowed & (self.effects != "none")[None, :]
+        ratio = np.minimum(1.0, np.maximum(savings, 0.0)[:, None] / np.maximum(cost, 1e-9))
+        ratio = np.where(cost <= 0, 1.0, ratio)
+        return np.where(protective, ratio, 0.0).max(axis=1, initial=0.0)
+
+    def _choose(self, cost, loss, ok, wealth, p_perc, threat, coping, insured, year) -> np.ndarray:
+        prm = self.params
+        one_off = (self.effects == "elevate") | (self.effects == "relocate")
+        annual_cost = np.where(one_off[None, :], cost * self.annuity, cost)
+        w = wealth[:, None]
+        eu = (p_perc[:, None] * np.log(np.maximum(w - annual_cost - loss, 1.0))
+              + (1.0 - p_perc[:, None]) * np.log(np.maximum(w - annual_cost, 1.0)))
+        candidates = ok.copy()
+        candidates[:, self.default] = True
+        relocation = (self.effects == "relocate")[None, :]
+        candidates &= ~relocation | (threat >= prm.relocation_threat_min)[:, None]
+        best = np.argmax(np.where(candidates, eu, -np.inf), axis=1)
+        # Without a new measure a household may still renew a policy in force (habit).
+        keep = candidates & ((np.arange(len(self.actions)) == self.default)[None, :]
+                             | ((self.effects == "insure")[None, :] & insured[:, None]))
+        fallback = np.argmax(np.where(keep, eu, -np.inf), axis=1)
+        motivated = (threat >= prm.threat_min) & (coping >= prm.coping_min)
+        best = np.where(motivated, best, self.default)
+        renewal = (self.effects[best] == "insure") & insured
+        new_measure = (best != self.default) & ~renewal
+        rng = child_rng(self.seed, "baseline", year)
+        go = rng.random(len(best)) < prm.implementation_probability
+        self._delayed = new_measure & ~go
+        return np.where(new_measure & ~go, np.where(motivated, fallback, self.default), best)
+
+    def _decisions(self, situations, choice, threat, coping) -> list[Decision]:
+        labels = self.agent_types.pmt_labels
+        t_lab, c_lab = labels.label_array(threat).tolist(), labels.label_array(coping).tolist()
+        t_list, c_list = np.round(threat, 6).tolist(), np.round(coping, 6).tolist()
+        delayed = self._delayed.tolist()
+        names = [self.actions[k] for k in choice.tolist()]
+        out = []
+        for j, s in enumerate(situations):
+            reason = "motivated, measure delayed this year" if delayed[j] else (
+                f"threat {t_lab[j]}, coping {c_lab[j]}")
+            out.append(build(Decision, {
+                "agent_id": s.agent_id, "proposed_action": names[j], "action": names[j],
+                "status": "baseline", "threat_label": t_lab[j], "coping_label": c_lab[j],
+                "retries": 0, "reason": reason, "decision_maker": "baseline",
+                "audit": {"threat_score": t_list[j], "coping_score": c_list[j]},
+            }))
+        return out
+
+    def end_year(self, model: FloodModel, year: int) -> None:
+        """Nothing to consolidate: the rule is memoryless beyond the world's state."""
+
+    def close(self) -> None:
+        """No resources to release."""

@@ -1,0 +1,69 @@
+"""Insurance premiums and payouts, action costs and affordability (vectorised, dollars).
+
+Formulas (README "Configuration"):
+- coverage = min(value, limit) per structure (owners only) and contents;
+- premium = (rate_s * coverage_s / 1000 + rate_c * coverage_c / 1000) * loading + fee;
+- payout = payout_share * max(0, min(damage, limit) - deductible), per structure / contents;
+- elevation out-of-pocket = cost * (1 - subsidy_share);
+- relocation = moving cost (+ owners: (1 - buyout_share) * structure value);
+- an action is affordable when its out-of-pocket cost <= savings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from governed_broker.config.world import ElevationConfig, InsuranceConfig, RelocationConfig
+
+
+def coverage_usd(
+    ins: InsuranceConfig, structure_value_usd: np.ndarray, contents_value_usd: np.ndarray,
+    is_owner: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Structure (owners only) and contents coverage, capped by the policy limits."""
+    cov_s = np.where(is_owner, np.minimum(structure_value_usd, ins.limit_structure_usd), 0.0)
+    cov_c = np.minimum(contents_value_usd, ins.limit_contents_usd)
+    return cov_s, cov_c
+
+
+def premium_usd(
+    ins: InsuranceConfig, structure_value_usd: np.ndarray, contents_value_usd: np.ndarray,
+    is_owner: np.ndarray,
+) -> np.ndarray:
+    """Annual premium of a policy with full coverage up to the limits."""
+    cov_s, cov_c = coverage_usd(ins, structure_value_usd, contents_value_usd, is_owner)
+    base = (ins.rate_structure_per_1000_usd * cov_s + ins.rate_contents_per_1000_usd * cov_c)
+    return base / 1000.0 * ins.loading + ins.fee_usd
+
+
+def payout_usd(
+    ins: InsuranceConfig, damage_structure_usd: np.ndarray, damage_contents_usd: np.ndarray,
+    is_owner: np.ndarray, insured: np.ndarray,
+) -> np.ndarray:
+    """Claim payout for insured households (0 for the uninsured)."""
+    capped_s = np.minimum(damage_structure_usd, ins.limit_structure_usd)
+    pay_s = np.maximum(0.0, capped_s - ins.deductible_structure_usd)
+    pay_s = np.where(is_owner, pay_s, 0.0)
+    pay_c = np.maximum(
+        0.0, np.minimum(damage_contents_usd, ins.limit_contents_usd) - ins.deductible_contents_usd
+    )
+    return np.where(insured, ins.payout_share * (pay_s + pay_c), 0.0)
+
+
+def elevation_cost_usd(elev: ElevationConfig) -> float:
+    """Out-of-pocket elevation cost after the subsidy."""
+    return elev.cost_usd * (1.0 - elev.subsidy_share)
+
+
+def relocation_cost_usd(
+    rel: RelocationConfig, structure_value_usd: np.ndarray, is_owner: np.ndarray
+) -> np.ndarray:
+    """Out-of-pocket relocation cost: moving cost plus, for owners, the unpaid share of value."""
+    owner_cost = rel.moving_cost_usd.owner + (1.0 - rel.buyout_share) * structure_value_usd
+    return np.where(is_owner, owner_cost, rel.moving_cost_usd.renter)
+
+
+def affordable(cost_usd: np.ndarray, savings_usd: np.ndarray) -> np.ndarray:
+    """Whether an out-of-pocket cost fits within savings (zero-cost actions always do)."""
+    cost = np.asarray(cost_usd, dtype=float)
+    return (cost <= 0.0) | (cost <= np.asarray(savings_usd, dtype=float))

@@ -1,0 +1,122 @@
+"""Household populations: read from a CSV or drawn from the YAML distributions (seeded).
+
+Generation (README "Configuration"): tenure ~ Bernoulli(owner_share); zone ~ Categorical
+(zone_shares); income ~ lognormal; replacement value (RCV) ~ lognormal per tenure; structure
+value = RCV for owners and 0 for renters (renters do not own the building); contents value =
+contents_to_structure_ratio * RCV; savings = U(low, high) * income; initial insurance and
+elevation ~ Bernoulli(share per zone and tenure); trust ~ uniform ranges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from governed_broker.config.world import GeneratedPopulation, PopulationConfig
+from governed_broker.seeding import child_rng
+
+
+@dataclass
+class Population:
+    """Initial household attributes, one array entry per household (index = agent id - 1)."""
+
+    is_owner: np.ndarray
+    zone: np.ndarray  # zone names (object array)
+    income_usd: np.ndarray
+    savings_usd: np.ndarray
+    structure_value_usd: np.ndarray
+    contents_value_usd: np.ndarray
+    elevated: np.ndarray
+    insured: np.ndarray
+    trust_insurance: np.ndarray
+    trust_neighbours: np.ndarray
+
+    @property
+    def size(self) -> int:
+        """Number of households."""
+        return len(self.is_owner)
+
+
+def load_population(config: PopulationConfig, seed: int, resolve=lambda p: Path(p)) -> Population:
+    """The experiment's initial population (CSV file or generated)."""
+    if config.file is not None:
+        from governed_broker.config.loader import read_population_csv
+
+        frame = read_population_csv(resolve(config.file))
+        return Population(
+            is_owner=(frame["tenure"] == "owner").to_numpy(),
+            zone=frame["flood_zone"].to_numpy(dtype=object),
+            income_usd=frame["income_usd"].to_numpy(float),
+            savings_usd=frame["savings_usd"].to_numpy(float),
+            structure_value_usd=np.where(
+                frame["tenure"] == "owner", frame["structure_value_usd"].to_numpy(float), 0.0
+            ),
+            contents_value_usd=frame["contents_value_usd"].to_numpy(float),
+            elevated=frame["elevated"].to_numpy(bool) & (frame["tenure"] == "owner").to_numpy(),
+            insured=frame["insured"].to_numpy(bool),
+            trust_insurance=frame["trust_insurance"].to_numpy(float),
+            trust_neighbours=frame["trust_neighbours"].to_numpy(float),
+        )
+    return generate_population(config.generate, config.size, seed)
+
+
+def generate_population(gen: GeneratedPopulation, n: int, seed: int) -> Population:
+    """Draw ``n`` households from the distributions (generator derived from the seed)."""
+    rng = child_rng(seed, "population")
+    is_owner = rng.random(n) < gen.owner_share
+    zones = list(gen.zone_shares)
+    probs = np.array([gen.zone_shares[z] for z in zones])
+    zone = np.asarray(zones, dtype=object)[rng.choice(len(zones), size=n, p=probs / probs.sum())]
+    income = rng.lognormal(gen.income_usd.ln_mean, gen.income_usd.ln_sigma, n)
+    rcv = np.empty(n)
+    for tenure, mask in (("owner", is_owner), ("renter", ~is_owner)):
+        params = gen.replacement_value_usd.get(tenure)
+        if params is None:
+            if mask.any():
+                raise ValueError(f"population.generate.replacement_value_usd lacks '{tenure}'")
+            continue
+        rcv[mask] = rng.lognormal(params.ln_mean, params.ln_sigma, int(mask.sum()))
+    savings = rng.uniform(gen.savings_to_income.low, gen.savings_to_income.high, n) * income
+    insured = _bernoulli_by_zone(rng, gen.initial_insured, zone, is_owner)
+    elevated = _bernoulli_by_zone(rng, gen.initial_elevated, zone, is_owner) & is_owner
+    return Population(
+        is_owner=is_owner,
+        zone=zone,
+        income_usd=income,
+        savings_usd=savings,
+        structure_value_usd=np.where(is_owner, rcv, 0.0),
+        contents_value_usd=gen.contents_to_structure_ratio * rcv,
+        elevated=elevated,
+        insured=insured,
+        trust_insurance=rng.uniform(gen.trust_insurance.low, gen.trust_insurance.high, n),
+        trust_neighbours=rng.uniform(gen.trust_neighbours.low, gen.trust_neighbours.high, n),
+    )
+
+
+def _bernoulli_by_zone(rng, shares, zone: np.ndarray, is_owner: np.ndarray) -> np.ndarray:
+    """Bernoulli draws with a probability per (zone, tenure); unlisted zones get 0."""
+    p = np.zeros(len(zone))
+    for name, by_tenure in shares.items():
+        in_zone = zone == name
+        p[in_zone & is_owner] = by_tenure.owner
+        p[in_zone & ~is_owner] = by_tenure.renter
+    return rng.random(len(zone)) < p
+
+
+def population_to_csv_text(pop: Population, comment: str) -> str:
+    """Render a population as a CSV (with ``#`` comment lines) readable by ``load_population``."""
+    lines = [f"# {line}" for line in comment.splitlines()]
+    lines.append(
+        "tenure,flood_zone,income_usd,savings_usd,structure_value_usd,contents_value_usd,"
+        "elevated,insured,trust_insurance,trust_neighbours"
+    )
+    for i in range(pop.size):
+        lines.append(
+            f"{'owner' if pop.is_owner[i] else 'renter'},{pop.zone[i]},{pop.income_usd[i]:.2f},"
+            f"{pop.savings_usd[i]:.2f},{pop.structure_value_usd[i]:.2f},"
+            f"{pop.contents_value_usd[i]:.2f},{bool(pop.elevated[i])},{bool(pop.insured[i])},"
+            f"{pop.trust_insurance[i]:.4f},{pop.trust_neighbours[i]:.4f}"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,150 @@
+"""Experiment loading: overrides, path resolution, resolved dump, error messages."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from governed_broker.config import (
+    ConfigError,
+    ExperimentConfig,
+    dump_resolved,
+    load_agent_types,
+    load_experiment,
+)
+
+
+def test_baseline_experiment_loads_with_defaults(repo_root: Path) -> None:
+    config = load_experiment(repo_root / "experiments" / "baseline.yaml")
+    assert config.name == "baseline" and config.years == 20
+    assert config.population.size == 100 and config.hazard.mode == "stochastic"
+    assert config.network.kind == "small_world"
+    assert config.decision.baseline.beta_max == 10.0
+    assert config.resolve_path(config.agent_types) == (repo_root / "agent_types.yaml").resolve()
+
+
+def test_relative_paths_resolve_against_the_yaml_directory(repo_root: Path, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    (tmp_path / "exps").mkdir()
+    shutil.copytree(repo_root / "configs", tmp_path / "configs")
+    shutil.copy(repo_root / "agent_types.yaml", tmp_path / "agent_types.yaml")
+    shutil.copy(repo_root / "experiments" / "demo.yaml", tmp_path / "exps" / "demo.yaml")
+    monkeypatch.chdir(tmp_path / "configs")  # a different working directory
+    config = load_experiment(Path("../exps/demo.yaml"))
+    assert config.resolve_path(config.damage.table).is_file()
+    assert config.damage.table == Path("../configs/damage/huizinga_log_fit.yaml")  # as given
+
+
+def test_overrides_reach_nested_and_dict_fields(experiments) -> None:
+    config = experiments.config([
+        "seed=7", "population.size=33", "hazard.zones.high.annual_probability=0.5",
+        "memory.overrides.decay_rate=0.2", "sweep.parameters.seed=[1, 2]",
+        "network.kind=ring", "description=hello world",
+    ])
+    assert config.seed == 7 and config.population.size == 33
+    assert config.hazard.zones["high"].annual_probability == 0.5
+    assert config.memory.overrides == {"decay_rate": 0.2}
+    assert config.sweep.parameters == {"seed": [1, 2]}
+    assert config.network.kind == "ring" and config.description == "hello world"
+
+
+@pytest.mark.parametrize(
+    ("override", "needle"),
+    [
+        ("seed", "expected KEY.PATH=VALUE"),
+        ("=3", "empty key path"),
+        ("populaton.size=3", "unknown setting 'populaton'"),
+        ("population.sise=3", "allowed keys here"),
+        ("seed.x=1", "cannot set a key inside"),
+        ("population.size=-5", "population.size"),
+        ("years=many", "years"),
+    ],
+)
+def test_bad_overrides_are_config_errors(experiments, override: str, needle: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        experiments.config([override])
+    assert needle in str(info.value)
+
+
+def test_errors_name_file_field_value_and_allowed(experiments) -> None:
+    data = experiments.data()
+    data["hazard"]["mode"] = "sometimes"
+    path = experiments.write(data)
+    with pytest.raises(ConfigError) as info:
+        load_experiment(path)
+    message = str(info.value)
+    assert str(path) in message and "hazard.mode" in message
+    assert "'sometimes'" in message and "'fixed' or 'stochastic'" in message
+
+
+def test_unknown_key_lists_allowed_keys(experiments) -> None:
+    data = experiments.data()
+    data["insurance"]["premium_rate"] = 0.02
+    with pytest.raises(ConfigError) as info:
+        load_experiment(experiments.write(data))
+    assert "insurance.premium_rate" in str(info.value)
+    assert "rate_structure_per_1000_usd" in str(info.value)
+
+
+def test_population_zone_without_hazard_is_an_error(experiments) -> None:
+    data = experiments.data()
+    data["population"]["generate"]["zone_shares"] = {"high": 0.5, "coast": 0.5}
+    data["population"]["generate"]["initial_insured"].pop("low")
+    data["population"]["generate"]["initial_elevated"].pop("low")
+    with pytest.raises(ConfigError, match="coast"):
+        load_experiment(experiments.write(data))
+
+
+def test_resolved_dump_round_trips(experiments) -> None:
+    config = experiments.config(["seed=3"])
+    text = dump_resolved(config)
+    assert text.startswith("# Resolved configuration")
+    again = ExperimentConfig.model_validate(yaml.safe_load(text))
+    assert again.model_dump() == config.model_dump()
+
+
+def test_population_csv_is_validated_at_load(experiments, repo_root: Path) -> None:
+    source = (repo_root / "configs" / "populations" / "synthetic_100.csv").read_text()
+    lines = source.splitlines()
+    header_at = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    row = lines[header_at + 1].split(",")
+    row[0] = "landlord"
+    lines[header_at + 1] = ",".join(row)
+    bad = "\n".join(lines) + "\n"
+    (experiments.tmp_path / "pop.csv").write_text(bad)
+    data = experiments.data()
+    data["population"] = {"source": "test", "file": "pop.csv"}
+    with pytest.raises(ConfigError) as info:
+        load_experiment(experiments.write(data))
+    assert "row 1, column 'tenure'" in str(info.value) and "landlord" in str(info.value)
+
+
+def test_agent_types_file_validates(repo_root: Path) -> None:
+    types = load_agent_types(repo_root / "agent_types.yaml")
+    assert types.default_action == "do_nothing"
+    assert types.actions["elevate_house"].tenure == ["owner"]
+    assert types.pmt_labels.label(0.0) == "VL" and types.pmt_labels.label(0.2) == "L"
+    assert types.pmt_labels.label(0.99) == "VH"
+    assert list(types.pmt_labels.label_array([0.1, 0.5, 0.79, 0.8])) == ["VL", "M", "H", "VH"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda d: d["actions"]["buy_insurance"].update(default=True), "exactly one action"),
+        (lambda d: d["actions"]["relocate"].update(effect="teleport"), "actions.relocate.effect"),
+        (lambda d: d["pmt_labels"].update(thresholds=[0.5, 0.4, 0.6, 0.8]), "strictly increasing"),
+        (lambda d: d["actions"]["do_nothing"].update(tenure=[]), "actions.do_nothing.tenure"),
+    ],
+)
+def test_bad_agent_types_are_config_errors(repo_root: Path, tmp_path: Path, edit, needle) -> None:
+    data = yaml.safe_load((repo_root / "agent_types.yaml").read_text())
+    edit(data)
+    path = tmp_path / "agent_types.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as info:
+        load_agent_types(path)
+    assert needle in str(info.value) and str(path) in str(info.value)

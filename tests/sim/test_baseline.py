@@ -1,0 +1,100 @@
+"""The PMT / expected-utility baseline decision maker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from governed_broker.config import load_agent_types
+from governed_broker.config.world import BaselineParams
+from governed_broker.sim import BaselineDecisionMaker, FloodModel, HouseholdSituation
+
+ACTIONS = ("do_nothing", "buy_insurance", "elevate_house", "relocate")
+
+
+@pytest.fixture
+def maker(repo_root) -> BaselineDecisionMaker:
+    types = load_agent_types(repo_root / "agent_types.yaml")
+    return BaselineDecisionMaker(BaselineParams(source="t", implementation_probability=1.0),
+                                 types, seed=1)
+
+
+def situation(agent_id=1, *, ysf=None, savings=50_000.0, prob=0.2, insured=False,
+              loss=(200_000.0, 5_000.0, 0.0, 0.0), costs=(0.0, 1_500.0, 40_000.0, 60_000.0),
+              tenure="owner") -> HouseholdSituation:
+    allowed = ACTIONS if tenure == "owner" else ("do_nothing", "buy_insurance", "relocate")
+    return HouseholdSituation(
+        agent_id=agent_id, year=1, tenure=tenure, flood_zone="high", income_usd=60_000.0,
+        savings_usd=savings, structure_value_usd=250_000.0, contents_value_usd=140_000.0,
+        elevated=False, insured=insured, flooded=ysf == 0, depth_m=0.0, damage_usd=0.0,
+        payout_usd=0.0, years_since_flood=ysf, floods_experienced=0 if ysf is None else 1,
+        flood_probability=prob, neighbour_shares={"insured": 0, "elevated": 0, "relocated": 0},
+        action_costs_usd=dict(zip(ACTIONS, costs, strict=True)),
+        affordable={a: c <= savings for a, c in zip(ACTIONS, costs, strict=True)},
+        allowed_actions=allowed, trust_insurance=0.3, trust_neighbours=0.5,
+        extra={"loss_if_flood_usd": dict(zip(ACTIONS, loss, strict=True))},
+    )
+
+
+def test_risk_perception_curve(maker) -> None:
+    beta = maker.perceived_probability(np.ones(5), np.array([0, 1, 2, 3, np.nan]))
+    # capped at 0.998; derived values 3.2, 1.05, 0.40 from domain_defaults section 5
+    np.testing.assert_allclose(beta[:1], [0.998])
+    small = maker.perceived_probability(np.full(5, 0.01), np.array([0, 1, 2, 3, np.nan])) / 0.01
+    np.testing.assert_allclose(small, [10.1, 3.2, 1.05, 0.40, 0.1], atol=0.015)
+
+
+def test_threat_rises_after_a_flood_and_decays(maker) -> None:
+    out = maker.decide([situation(1, ysf=None), situation(2, ysf=0), situation(3, ysf=3)])
+    scores = [d.audit["threat_score"] for d in out]
+    assert scores[1] > scores[2] > scores[0]
+    assert out[1].threat_label == "VH" and all(d.status == "baseline" for d in out)
+    assert all(d.decision_maker == "baseline" and d.retries == 0 for d in out)
+
+
+def test_low_threat_means_do_nothing(maker) -> None:
+    d = maker.decide([situation(prob=0.001)])[0]
+    assert d.action == "do_nothing" and d.threat_label == "VL"
+
+
+def test_motivated_household_picks_best_expected_utility(maker) -> None:
+    # three years after a flood (perceived p = 0.2 * 0.39): the cheap policy wins
+    assert maker.decide([situation(ysf=3)])[0].action == "buy_insurance"
+    # just flooded (perceived p = 0.998): elevation's annualised cost (40k * 0.0838 = 3.4k)
+    # beats premium plus deductible (1.5k + 5k)
+    assert maker.decide([situation(ysf=0)])[0].action == "elevate_house"
+
+
+def test_no_coping_no_action(maker) -> None:
+    d = maker.decide([situation(ysf=0, savings=-10_000.0)])[0]
+    assert d.action == "do_nothing" and d.coping_label == "VL"
+
+
+def test_never_proposes_disallowed_or_unaffordable(maker) -> None:
+    batch = [situation(i, ysf=0, savings=s, tenure=t)
+             for i, (s, t) in enumerate([(2_000.0, "owner"), (100.0, "renter"),
+                                         (80_000.0, "renter")], start=1)]
+    for s, d in zip(batch, maker.decide(batch), strict=True):
+        assert d.action in s.allowed_actions and s.affordable[d.action]
+
+
+def test_implementation_delay_is_seeded(repo_root) -> None:
+    types = load_agent_types(repo_root / "agent_types.yaml")
+    params = BaselineParams(source="t", implementation_probability=0.5)
+    batch = [situation(i, ysf=0) for i in range(1, 201)]
+    a = [d.action for d in BaselineDecisionMaker(params, types, 1).decide(batch)]
+    b = [d.action for d in BaselineDecisionMaker(params, types, 1).decide(batch)]
+    c = [d.action for d in BaselineDecisionMaker(params, types, 2).decide(batch)]
+    assert a == b and a != c
+    assert 0.3 < np.mean([x != "do_nothing" for x in a]) < 0.7
+
+
+def test_runs_inside_the_world(experiments) -> None:
+    config = experiments.config(["years=5", "population.size=50"])
+    types = load_agent_types(config.resolve_path(config.agent_types))
+    model = FloodModel(config, BaselineDecisionMaker(config.decision.baseline, types, config.seed))
+    for _ in range(5):
+        model.step()
+        cols = model.last_agent_columns
+        assert set(cols["status"]) == {"baseline"}
+        assert np.all((cols["threat_score"] >= 0) & (cols["threat_score"] <= 1))

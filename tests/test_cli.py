@@ -1,0 +1,131 @@
+"""The command line, in process: exit codes, messages, nothing written on bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from governed_broker.cli import main
+
+
+def run_cli(args: list[str]) -> int:
+    return main(args)
+
+
+def test_run_succeeds(experiments, tmp_path, capsys) -> None:
+    path = experiments.write(experiments.data())
+    code = run_cli(["run", str(path), "--out", str(tmp_path / "out"), "--set", "years=3"])
+    assert code == 0 and (tmp_path / "out" / "agents_yearly.csv").is_file()
+    assert "wrote" in capsys.readouterr().out
+
+
+def _bad_yaml_text(experiments) -> Path:
+    return experiments.write("name: x\nseed: [1, 2\nyears: 3\n")
+
+
+def _edit(experiments, edit) -> Path:
+    data = experiments.data()
+    edit(data)
+    return experiments.write(data)
+
+
+BAD_CONFIGS = {
+    "malformed_yaml": (lambda e: _bad_yaml_text(e), [], "malformed YAML (line"),
+    "not_a_mapping": (lambda e: e.write("- 1\n- 2\n"), [], "expected a mapping"),
+    "missing_file": (lambda e: e.tmp_path / "nope.yaml", [], "file not found"),
+    "wrong_type": (lambda e: _edit(e, lambda d: d.update(years="ten")), [], "field 'years'"),
+    "negative_count": (lambda e: _edit(e, lambda d: d["population"].update(size=-3)), [],
+                       "population.size"),
+    "unknown_key": (lambda e: _edit(e, lambda d: d.update(yeers=3)), [], "field 'yeers'"),
+    "unknown_nested_key": (lambda e: _edit(e, lambda d: d["hazard"].update(depth=1)), [],
+                           "hazard.depth"),
+    "missing_required": (lambda e: _edit(e, lambda d: d.pop("insurance")), [],
+                         "field 'insurance': required"),
+    "missing_damage_table": (lambda e: _edit(e, lambda d: d["damage"].update(table="x.yaml")),
+                             [], "damage.table"),
+    "missing_agent_types": (lambda e: _edit(e, lambda d: d.update(agent_types="none.yaml")), [],
+                            "agent_types"),
+    "missing_population_csv": (
+        lambda e: _edit(e, lambda d: d.update(population={"source": "s", "file": "p.csv"})),
+        [], "population.file"),
+    "probability_above_one": (
+        lambda e: _edit(e, lambda d: d["hazard"]["zones"]["high"].update(annual_probability=2)),
+        [], "hazard.zones.high.annual_probability"),
+    "zone_shares_not_one": (
+        lambda e: _edit(e, lambda d: d["population"]["generate"]["zone_shares"].update(high=0.9)),
+        [], "zone_shares must sum to 1"),
+    "missing_source": (lambda e: _edit(e, lambda d: d["insurance"].pop("source")), [],
+                       "insurance.source"),
+    "bad_override_syntax": (lambda e: e.write(e.data()), ["years"], "KEY.PATH=VALUE"),
+    "unknown_override": (lambda e: e.write(e.data()), ["hazard.kind=x"], "hazard.kind"),
+    "bad_override_value": (lambda e: e.write(e.data()), ["seed=-1"], "field 'seed'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_bad_config_exits_2_with_message_and_writes_nothing(case, experiments, tmp_path,
+                                                             capsys) -> None:
+    make, overrides, needle = BAD_CONFIGS[case]
+    path = make(experiments)
+    out = tmp_path / "out"
+    args = ["run", str(path), "--out", str(out)]
+    for o in overrides:
+        args += ["--set", o]
+    code = run_cli(args)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert needle in err, err
+    assert "Traceback" not in err and err.startswith("configuration error:")
+    if case not in ("bad_override_syntax",):
+        assert str(path) in err or str(path.name) in err
+    assert not out.exists() and not (tmp_path / "out.partial").exists()
+
+
+def test_existing_output_is_exit_2(experiments, tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    code = run_cli(["run", str(experiments.write(experiments.data())), "--out", str(out)])
+    assert code == 2 and "--overwrite" in capsys.readouterr().err
+
+
+def test_runtime_failure_is_exit_1(experiments, tmp_path, monkeypatch, capsys) -> None:
+    import governed_broker.runner as runner
+
+    def explode(config, run_dir):
+        raise RuntimeError("no backend")
+
+    monkeypatch.setattr(runner, "build_decision_maker", explode)
+    out = tmp_path / "out"
+    code = run_cli(["run", str(experiments.write(experiments.data())), "--out", str(out)])
+    assert code == 1 and "no backend" in capsys.readouterr().err and not out.exists()
+
+
+def test_config_error_from_the_decision_maker_leaves_nothing(experiments, tmp_path,
+                                                            monkeypatch, capsys) -> None:
+    import governed_broker.runner as runner
+    from governed_broker.config import ConfigError
+
+    def refuse(config, run_dir):
+        raise ConfigError("llm.model: unknown model 'x'")
+
+    monkeypatch.setattr(runner, "build_decision_maker", refuse)
+    out = tmp_path / "out"
+    code = run_cli(["run", str(experiments.write(experiments.data())), "--out", str(out)])
+    assert code == 2 and "unknown model" in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "out.partial").exists()
+
+
+def test_run_py_is_a_thin_wrapper(repo_root, experiments, tmp_path) -> None:
+    path = experiments.write(experiments.data())
+    proc = subprocess.run(
+        [sys.executable, str(repo_root / "run.py"), str(path), "--out", str(tmp_path / "o"),
+         "--set", "years=2", "--no-progress"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    bad = subprocess.run([sys.executable, str(repo_root / "run.py"), str(tmp_path / "nope.yaml")],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

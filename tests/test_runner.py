@@ -1,0 +1,95 @@
+"""run_experiment: outputs, contract columns, determinism, atomic placement."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from governed_broker.runner import OutputExistsError, partial_dir, run_experiment
+from governed_broker.sim import AGENT_COLUMNS, MODEL_COLUMNS
+
+CONTRACT_AGENT = (
+    "year, agent_id, tenure, flood_zone, income_usd, savings_before_usd, elevated_before, "
+    "insured_before, flooded, depth_m, effective_depth_m, damage_structure_usd, "
+    "damage_contents_usd, damage_usd, payout_usd, out_of_pocket_usd, years_since_flood, "
+    "floods_experienced, neighbour_insured_share, neighbour_elevated_share, "
+    "neighbour_relocated_share, trust_insurance, trust_neighbours, threat_score, coping_score, "
+    "threat_label, coping_label, proposed_action, executed_action, status, retries, feasible, "
+    "action_cost_usd, premium_usd, elevated_after, insured_after, relocated_after, "
+    "savings_after_usd, decision_maker"
+)
+CONTRACT_MODEL = (
+    "year, n_households, n_active, n_flooded, flood_occurred, share_insured, share_elevated, "
+    "share_relocated, share_insured_and_elevated, share_no_measure, total_damage_usd, "
+    "total_payout_usd, total_premiums_usd, total_action_costs_usd, mean_depth_flooded_m, "
+    "n_do_nothing, n_buy_insurance, n_elevate_house, n_relocate, n_rejected, n_retries, "
+    "n_infeasible"
+)
+
+
+def test_columns_are_the_output_contract() -> None:
+    assert list(AGENT_COLUMNS) == CONTRACT_AGENT.split(", ")
+    assert list(MODEL_COLUMNS) == CONTRACT_MODEL.split(", ")
+
+
+def test_run_writes_every_output(experiments, tmp_path) -> None:
+    config = experiments.config(["outputs.plots=true", "years=6"])
+    result = run_experiment(config, tmp_path / "run", progress=False)
+    out = tmp_path / "run"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "agents_yearly.csv", "config.yaml", "manifest.json", "model_yearly.csv", "summary.png"]
+    assert not partial_dir(out).exists()
+    agents = pd.read_csv(out / "agents_yearly.csv")
+    model = pd.read_csv(out / "model_yearly.csv")
+    assert list(agents.columns) == list(AGENT_COLUMNS)
+    assert list(model.columns) == list(MODEL_COLUMNS)
+    assert len(model) == 6 and result.n_agent_rows == len(agents)
+    assert agents.equals(agents.sort_values(["year", "agent_id"]).reset_index(drop=True))
+    assert set(agents["decision_maker"]) == {"baseline"}
+    assert set(agents["feasible"]) <= {True, False}
+    manifest = json.loads((out / "manifest.json").read_text())
+    for key in ("config_hash", "seed", "packages", "git_commit", "started_at", "finished_at",
+                "n_households", "n_agent_rows", "decision_maker"):
+        assert key in manifest
+    assert manifest["decision_maker"] == "baseline" and manifest["packages"]["mesa"]
+    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_same_seed_identical_other_seed_different(experiments, tmp_path) -> None:
+    files = ("agents_yearly.csv", "model_yearly.csv")
+    outs = []
+    for name, seed in (("a", 11), ("b", 11), ("c", 12)):
+        run_experiment(experiments.config([f"seed={seed}", "years=8"]), tmp_path / name,
+                       progress=False)
+        outs.append([(tmp_path / name / f).read_bytes() for f in files])
+    assert outs[0] == outs[1]
+    assert outs[0][0] != outs[2][0] and outs[0][1] != outs[2][1]
+
+
+def test_refuses_existing_output_unless_overwrite(experiments, tmp_path) -> None:
+    config = experiments.config(["years=2"])
+    run_experiment(config, tmp_path / "run", progress=False)
+    with pytest.raises(OutputExistsError):
+        run_experiment(config, tmp_path / "run", progress=False)
+    run_experiment(config, tmp_path / "run", progress=False, overwrite=True)
+
+
+def test_failed_run_leaves_no_complete_directory(experiments, tmp_path) -> None:
+    class Broken:
+        name = "broken"
+
+        def decide(self, situations, model):
+            raise RuntimeError("backend exploded")
+
+        def end_year(self, model, year):
+            pass
+
+        def close(self):
+            pass
+
+    with pytest.raises(RuntimeError, match="exploded"):
+        run_experiment(experiments.config(), tmp_path / "run", progress=False,
+                       decision_maker=Broken())
+    assert not (tmp_path / "run").exists()
