@@ -1,8 +1,19 @@
-"""Experiment-level memory settings (owned by the memory package; see README "Memory")."""
+"""Memory settings (owned by the memory package; see README "Memory").
+
+Two models live here:
+
+* ``MemoryConfig``: the experiment-level choice of engine (``humancentric``, ``window`` or
+  ``none``) and per-experiment overrides of the engine parameters;
+* ``MemoryParams``: the ``memory:`` section of ``agent_types.yaml`` with every engine parameter
+  and the keyword categories that encode emotion and source weights (SPEC 3.1).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel
 
@@ -12,8 +23,147 @@ class MemoryConfig(StrictModel):
 
     ``engine``: ``humancentric`` (SPEC 3.1), ``window`` (only the current year's working items,
     the ablation baseline) or ``none``. ``overrides`` replaces parameters of the ``memory:``
-    section of ``agent_types.yaml`` for this experiment (same names).
+    section of ``agent_types.yaml`` for this experiment (same names, scalar parameters only).
     """
 
     engine: Literal["humancentric", "window", "none"] = "humancentric"
     overrides: dict[str, float | int] = {}
+
+
+class KeywordCategory(StrictModel):
+    """One emotion or source category: its weight and the words that select it.
+
+    Attributes:
+        weight: ``W_emotion`` or ``W_source`` of memories in this category (0..1).
+        keywords: Words matched case-insensitively on word boundaries; may be empty for the
+            default category (used when nothing matches).
+        source: Where the weight comes from (literature, lineage default or our rationale).
+    """
+
+    weight: float = Field(ge=0.0, le=1.0)
+    keywords: list[str] = []
+    source: str = ""
+
+    @field_validator("keywords")
+    @classmethod
+    def _clean(cls, words: list[str]) -> list[str]:
+        out = [w.strip().lower() for w in words]
+        bad = [w for w in out if not w]
+        if bad:
+            raise ValueError("keywords must be non-empty strings")
+        return out
+
+
+#: Scalar parameters that ``MemoryConfig.overrides`` may replace.
+SCALAR_PARAMS = (
+    "window_size",
+    "top_k_significant",
+    "top_k_insights",
+    "decay_rate",
+    "consolidation_threshold",
+    "consolidation_prob",
+    "min_score",
+    "insight_importance",
+    "importance_boost",
+    "fidelity_detailed_years",
+    "fidelity_summary_years",
+)
+
+
+class MemoryParams(StrictModel):
+    """Parameters of the human-centric memory engine (the ``memory:`` section).
+
+    Times are in simulation years. Defaults are those of SPEC 3.1 (seed 003 and the lineage).
+
+    Attributes:
+        window_size: Working-memory capacity (items of the current year).
+        top_k_significant: Long-term non-insight items retrieved per year.
+        top_k_insights: Insights retrieved per year (own slots, SPEC 3.1).
+        decay_rate: Base forgetting rate lambda per year.
+        consolidation_threshold: Importance at or above which a working item always becomes
+            long-term.
+        consolidation_prob: Scale of the keep probability of less important items,
+            ``consolidation_prob * importance / consolidation_threshold``.
+        min_score: Long-term items scoring below this are not retrieved.
+        insight_importance: Importance of reflection insights.
+        importance_boost: ``W_emotion`` of insights (slows their decay).
+        fidelity_detailed_years: Age (years) up to which a memory is shown in detail.
+        fidelity_summary_years: Age up to which it is shown as a summary; older: gist.
+        emotion_categories: Emotion categories (name -> weight and keywords).
+        source_categories: Source categories (name -> weight and keywords).
+        default_emotion: Category used when no emotion keyword matches.
+        default_source: Category used when no source keyword matches.
+    """
+
+    window_size: int = Field(5, ge=1)
+    top_k_significant: int = Field(2, ge=0)
+    top_k_insights: int = Field(3, ge=0)
+    decay_rate: float = Field(0.1, ge=0.0)
+    consolidation_threshold: float = Field(0.6, gt=0.0)
+    consolidation_prob: float = Field(0.7, ge=0.0, le=1.0)
+    min_score: float = Field(0.1, ge=0.0)
+    insight_importance: float = Field(10.0, gt=0.0)
+    importance_boost: float = Field(0.9, ge=0.0, le=1.0)
+    fidelity_detailed_years: float = Field(1.0, ge=0.0)
+    fidelity_summary_years: float = Field(3.0, ge=0.0)
+    # Defaults mirror the shipped agent_types.yaml (sources documented there).
+    emotion_categories: dict[str, KeywordCategory] = {
+        "direct_impact": KeywordCategory(
+            weight=1.0,
+            keywords=["flood", "floods", "flooded", "flooding", "damage", "damaged", "damages",
+                      "trauma", "destroyed", "evacuated", "evacuate", "inundated",
+                      "water entered"],
+        ),
+        "strategic": KeywordCategory(
+            weight=0.8,
+            keywords=["decision", "decided", "decide", "relocate", "relocated", "relocation",
+                      "elevate", "elevated", "elevation", "bought", "purchased"],
+        ),
+        "routine": KeywordCategory(weight=0.1, keywords=[]),
+    }
+    source_categories: dict[str, KeywordCategory] = {
+        "personal": KeywordCategory(
+            weight=1.0, keywords=["i", "my", "me", "mine", "myself", "we", "our", "us"]),
+        "neighbour": KeywordCategory(
+            weight=0.8,
+            keywords=["neighbor", "neighbors", "neighbour", "neighbours", "neighbouring",
+                      "neighboring", "others", "street", "community"],
+        ),
+        "general": KeywordCategory(weight=0.5, keywords=[]),
+    }
+    default_emotion: str = "routine"
+    default_source: str = "general"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MemoryParams:
+        if self.default_emotion not in self.emotion_categories:
+            raise ValueError(
+                f"default_emotion '{self.default_emotion}' is not one of emotion_categories "
+                f"{sorted(self.emotion_categories)}"
+            )
+        if self.default_source not in self.source_categories:
+            raise ValueError(
+                f"default_source '{self.default_source}' is not one of source_categories "
+                f"{sorted(self.source_categories)}"
+            )
+        if self.fidelity_summary_years < self.fidelity_detailed_years:
+            raise ValueError(
+                "fidelity_summary_years must be >= fidelity_detailed_years, got "
+                f"{self.fidelity_summary_years} < {self.fidelity_detailed_years}"
+            )
+        return self
+
+    def with_overrides(self, overrides: Mapping[str, float | int]) -> MemoryParams:
+        """Return a copy with experiment overrides applied (validated like the YAML).
+
+        Raises:
+            ValueError: an override names no scalar parameter, or its value is invalid.
+        """
+        unknown = sorted(set(overrides) - set(SCALAR_PARAMS))
+        if unknown:
+            raise ValueError(
+                f"memory.overrides: unknown parameter(s) {unknown}; allowed: {list(SCALAR_PARAMS)}"
+            )
+        data = self.model_dump()
+        data.update(overrides)
+        return MemoryParams.model_validate(data)

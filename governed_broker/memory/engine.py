@@ -1,0 +1,507 @@
+"""The human-centric memory engine (SPEC 3.1, seed 003) and its window-only ablation variant.
+
+Encoding: ``importance = W_emotion * W_source`` from keyword categories (or explicit).
+Retrieval score: ``S(m, t) = importance * exp(-decay_rate * (1 - 0.5 * W_emotion) * (t - year))``.
+Working memory holds the current year's items (at most ``window_size``); ``end_year``
+consolidates them into long-term memory (salient items always, others with probability
+``consolidation_prob * importance / consolidation_threshold`` drawn from the agent's seeded
+generator). Insights go straight to long-term memory with their own retrieval slots.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import ValidationError
+
+from governed_broker.config.base import ConfigError
+from governed_broker.config.memory import MemoryConfig, MemoryParams
+from governed_broker.memory.encoding import CategoryTable
+from governed_broker.memory.item import MEMORY_KINDS, MemoryItem, fidelity_for_age
+from governed_broker.memory.working import WorkingMemory
+
+_DEFAULTS = MemoryParams()
+
+
+def _weights(cats: Mapping[str, Any]) -> dict[str, float]:
+    return {k: v.weight for k, v in cats.items()}
+
+
+def _keywords(cats: Mapping[str, Any]) -> dict[str, list[str]]:
+    return {k: list(v.keywords) for k, v in cats.items()}
+
+
+class HumanCentricMemoryEngine:
+    """One agent's memory: working memory, long-term memory, insights (SPEC 3.1).
+
+    Args:
+        window_size: Working-memory capacity (items of the current year).
+        top_k_significant: Long-term non-insight items returned by ``retrieve``.
+        top_k_insights: Insights returned by ``retrieve``.
+        decay_rate: Base forgetting rate lambda (per year).
+        consolidation_threshold: Importance from which working items are always kept.
+        consolidation_prob: Keep probability scale for less important items.
+        min_score: Long-term items scoring below this are not retrieved.
+        insight_importance: Importance of insights.
+        importance_boost: ``W_emotion`` of insights.
+        emotion_weights: Emotion category -> weight (default: SPEC 3.1 table).
+        source_weights: Source category -> weight.
+        keywords: Category -> words (emotion and source categories share this mapping, so
+            category names must be unique across the two kinds).
+        rng: The agent's seeded ``numpy.random.Generator`` (needed by consolidation).
+        agent_id: Owner id written into every item.
+        default_emotion: Emotion category when no keyword matches.
+        default_source: Source category when no keyword matches.
+        fidelity_detailed_years: Age up to which memories are recalled in detail.
+        fidelity_summary_years: Age up to which they are recalled as a summary (then gist).
+    """
+
+    variant = "humancentric"
+
+    def __init__(
+        self,
+        *,
+        window_size: int = 5,
+        top_k_significant: int = 2,
+        top_k_insights: int = 3,
+        decay_rate: float = 0.1,
+        consolidation_threshold: float = 0.6,
+        consolidation_prob: float = 0.7,
+        min_score: float = 0.1,
+        insight_importance: float = 10.0,
+        importance_boost: float = 0.9,
+        emotion_weights: Mapping[str, float] | None = None,
+        source_weights: Mapping[str, float] | None = None,
+        keywords: Mapping[str, Sequence[str]] | None = None,
+        rng: np.random.Generator | None = None,
+        agent_id: str | int = "",
+        default_emotion: str = "routine",
+        default_source: str = "general",
+        fidelity_detailed_years: float = 1.0,
+        fidelity_summary_years: float = 3.0,
+    ) -> None:
+        self._check(window_size, top_k_significant, top_k_insights, decay_rate,
+                    consolidation_threshold, consolidation_prob, min_score, importance_boost)
+        self.window_size = int(window_size)
+        self.top_k_significant = int(top_k_significant)
+        self.top_k_insights = int(top_k_insights)
+        self.decay_rate = float(decay_rate)
+        self.consolidation_threshold = float(consolidation_threshold)
+        self.consolidation_prob = float(consolidation_prob)
+        self.min_score = float(min_score)
+        self.insight_importance = float(insight_importance)
+        self.importance_boost = float(importance_boost)
+        self.fidelity_detailed_years = float(fidelity_detailed_years)
+        self.fidelity_summary_years = float(fidelity_summary_years)
+        self.agent_id = str(agent_id)
+        self.rng = rng
+        ew = dict(emotion_weights) if emotion_weights is not None else _weights(
+            _DEFAULTS.emotion_categories)
+        sw = dict(source_weights) if source_weights is not None else _weights(
+            _DEFAULTS.source_categories)
+        if keywords is None:
+            keywords = {**_keywords(_DEFAULTS.emotion_categories),
+                        **_keywords(_DEFAULTS.source_categories)}
+        clash = sorted(set(ew) & set(sw))
+        if clash:
+            raise ValueError(f"category names used for both emotion and source: {clash}")
+        unknown = sorted(set(keywords) - set(ew) - set(sw))
+        if unknown:
+            raise ValueError(f"keywords for unknown categories {unknown}")
+        self.keywords = {k: list(v) for k, v in keywords.items()}
+        self._emotion = CategoryTable.build(
+            ew, {k: v for k, v in keywords.items() if k in ew}, default_emotion)
+        self._source = CategoryTable.build(
+            sw, {k: v for k, v in keywords.items() if k in sw}, default_source)
+        self._working = WorkingMemory(self.window_size, ttl_years=1.0)
+        self._long: list[MemoryItem] = []
+        self._new: list[MemoryItem] = []
+        self._next_id = 0
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @staticmethod
+    def _check(window, k_sig, k_ins, decay, thr, prob, min_score, boost) -> None:
+        problems = []
+        if int(window) < 1:
+            problems.append(f"window_size must be >= 1, got {window}")
+        if int(k_sig) < 0 or int(k_ins) < 0:
+            problems.append(f"top_k values must be >= 0, got {k_sig}, {k_ins}")
+        if decay < 0:
+            problems.append(f"decay_rate must be >= 0, got {decay}")
+        if not thr > 0:
+            problems.append(f"consolidation_threshold must be > 0, got {thr}")
+        if not 0 <= prob <= 1:
+            problems.append(f"consolidation_prob must be in [0, 1], got {prob}")
+        if min_score < 0:
+            problems.append(f"min_score must be >= 0, got {min_score}")
+        if not 0 <= boost <= 1:
+            problems.append(f"importance_boost must be in [0, 1], got {boost}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    # ----------------------------------------------------------------------------- building
+    @classmethod
+    def from_config(
+        cls,
+        params: MemoryParams | Mapping[str, Any] | str | Path | None = None,
+        *,
+        overrides: Mapping[str, float | int] | None = None,
+        rng: np.random.Generator | None = None,
+        agent_id: str | int = "",
+    ) -> HumanCentricMemoryEngine:
+        """Build from the ``memory:`` section of ``agent_types.yaml`` (+ experiment overrides).
+
+        Args:
+            params: A ``MemoryParams``, the raw mapping of the section, or the path of an
+                ``agent_types.yaml`` whose ``memory:`` section is read (None: defaults).
+            overrides: ``MemoryConfig.overrides`` of the experiment.
+            rng: The agent's seeded generator.
+            agent_id: Owner id.
+        """
+        if isinstance(params, str | Path):
+            params = _memory_section(Path(params))
+        if params is None:
+            params = MemoryParams()
+        elif not isinstance(params, MemoryParams):
+            params = MemoryParams.model_validate(dict(params))
+        if overrides:
+            params = params.with_overrides(overrides)
+        return cls(**engine_kwargs(params), rng=rng, agent_id=agent_id)
+
+    # ----------------------------------------------------------------------------- encoding
+    def classify(self, content: str) -> tuple[str, str]:
+        """Emotion and source categories inferred from the text's keywords."""
+        return self._emotion.classify(content), self._source.classify(content)
+
+    def add(
+        self,
+        content: str,
+        year: float,
+        *,
+        kind: str = "event",
+        emotion: str | None = None,
+        source: str | None = None,
+        importance: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryItem:
+        """Encode a memory into working memory and return it.
+
+        Categories not given are inferred from keywords; ``importance`` (if given) overrides
+        ``W_emotion * W_source``. ``kind="insight"`` is routed to ``add_insight`` semantics.
+        """
+        if kind not in MEMORY_KINDS:
+            raise ValueError(f"unknown memory kind {kind!r}; allowed: {MEMORY_KINDS}")
+        if kind == "insight":
+            return self.add_insight(content, year, importance=importance, metadata=metadata)
+        emo_guess, src_guess = self.classify(content)
+        emotion = emotion or emo_guess
+        source = source or src_guess
+        w_e, w_s = self._emotion.weight(emotion), self._source.weight(source)
+        imp = w_e * w_s if importance is None else float(importance)
+        if not (math.isfinite(imp) and imp >= 0):
+            raise ValueError(f"importance must be a finite number >= 0, got {importance}")
+        item = self._make(content, year, kind, emotion, source, imp, w_e, metadata)
+        self._working.add(item)
+        return item
+
+    def add_insight(
+        self,
+        content: str,
+        year: float,
+        *,
+        importance: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryItem:
+        """Store a reflection insight directly in long-term memory (importance 10 by default,
+        decaying with ``W_emotion = importance_boost``); it never takes a working slot."""
+        imp = self.insight_importance if importance is None else float(importance)
+        _, source = self.classify(content)
+        item = self._make(content, year, "insight", "insight", source, imp,
+                          self.importance_boost, metadata)
+        self._append_long([item])
+        return item
+
+    def _append_long(self, items: list[MemoryItem]) -> None:
+        """Append to long-term memory, extending the cached score arrays (no rebuild)."""
+        self._long.extend(items)
+        if self._arrays is None or not items:
+            return
+        imp, yr, lam, ins = self._arrays
+        self._arrays = (
+            np.concatenate([imp, [m.importance for m in items]]),
+            np.concatenate([yr, [m.year for m in items]]),
+            np.concatenate([lam, [self.decay_of(m) for m in items]]),
+            np.concatenate([ins, [m.kind == "insight" for m in items]]),
+        )
+
+    def _make(self, content, year, kind, emotion, source, imp, w_e, metadata) -> MemoryItem:
+        if not isinstance(content, str) or not content.strip():
+            raise ValueError("memory content must be a non-empty string")
+        item = MemoryItem(
+            id=f"m{self._next_id:06d}", agent_id=self.agent_id, year=float(year),
+            content=content, emotion=emotion, source=source, importance=imp, kind=kind,
+            metadata=dict(metadata or {}), w_emotion=float(w_e),
+        )
+        self._next_id += 1
+        self._new.append(item)
+        return item
+
+    # ----------------------------------------------------------------------------- scoring
+    def decay_of(self, item: MemoryItem) -> float:
+        """``lambda' = decay_rate * (1 - 0.5 * W_emotion)`` of an item (per year)."""
+        return self.decay_rate * (1.0 - 0.5 * item.w_emotion)
+
+    def score(self, item: MemoryItem, year: float) -> float:
+        """``S(m, t) = importance * exp(-lambda' * (t - year_m))`` (seed 003, exactly)."""
+        return item.importance * math.exp(-self.decay_of(item) * (year - item.year))
+
+    def _long_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            items = self._long
+            imp = np.fromiter((m.importance for m in items), float, len(items))
+            yr = np.fromiter((m.year for m in items), float, len(items))
+            lam = self.decay_rate * (
+                1.0 - 0.5 * np.fromiter((m.w_emotion for m in items), float, len(items)))
+            ins = np.fromiter((m.kind == "insight" for m in items), bool, len(items))
+            self._arrays = (imp, yr, lam, ins)
+        return self._arrays
+
+    def long_term_scores(self, year: float) -> np.ndarray:
+        """Scores of all long-term items at ``year`` (vectorised; same order as
+        ``long_term()``)."""
+        imp, yr, lam, _ = self._long_arrays()
+        return imp * np.exp(-lam * (year - yr))
+
+    # ----------------------------------------------------------------------------- retrieval
+    def retrieve(self, year: float) -> list[MemoryItem]:
+        """Memories for a decision in ``year``.
+
+        Returns the working items (by score, highest first), then the ``top_k_significant``
+        long-term non-insight items, then the ``top_k_insights`` insights, each group by score
+        (ties: older first), ignoring long-term items scoring below ``min_score``. Retrieved
+        items get ``access_count += 1``, ``last_access_year = year`` and their fidelity set
+        from their age since formation or last retrieval, whichever is later.
+        """
+        working = sorted(self._working.items(), key=lambda m: -self.score(m, year))
+        chosen = working + self._top_long(year)
+        for item in chosen:
+            ref = item.year if item.last_access_year is None else max(
+                item.year, item.last_access_year)
+            item.fidelity = fidelity_for_age(
+                year - ref, self.fidelity_detailed_years, self.fidelity_summary_years)
+            item.access_count += 1
+            item.last_access_year = float(year)
+        return chosen
+
+    def _top_long(self, year: float) -> list[MemoryItem]:
+        if not self._long:
+            return []
+        scores = self.long_term_scores(year)
+        _, yr, _, ins = self._long_arrays()
+        ok = scores >= self.min_score
+        out: list[MemoryItem] = []
+        for mask, k in ((ok & ~ins, self.top_k_significant), (ok & ins, self.top_k_insights)):
+            idx = np.flatnonzero(mask)
+            if k == 0 or idx.size == 0:
+                continue
+            if idx.size > k:
+                part = np.argpartition(-scores[idx], k - 1)[:k]
+                idx = idx[part]
+            order = np.lexsort((yr[idx], -scores[idx]))
+            out.extend(self._long[i] for i in idx[order])
+        return out
+
+    # ----------------------------------------------------------------------------- year end
+    def end_year(self, year: float) -> list[MemoryItem]:
+        """Consolidate working memory into long-term memory; return the items kept.
+
+        Items with ``importance >= consolidation_threshold`` are always kept; the others with
+        probability ``consolidation_prob * importance / consolidation_threshold`` (one uniform
+        draw per such item, in insertion order, from the agent's generator); the rest are
+        forgotten. Long-term fidelity levels are then updated to their age at ``year``.
+        """
+        kept: list[MemoryItem] = []
+        for item in self._working.drain():
+            if item.importance >= self.consolidation_threshold:
+                kept.append(item)
+                continue
+            p = self.consolidation_prob * item.importance / self.consolidation_threshold
+            if self._require_rng().random() < p:
+                kept.append(item)
+        self._append_long(kept)
+        self._refresh_fidelity(year)
+        return kept
+
+    def _require_rng(self) -> np.random.Generator:
+        if self.rng is None:
+            raise ValueError(
+                "this memory engine has no random generator: pass rng="
+                "governed_broker.seeding.child_rng(seed, 'agent', agent_id, 'memory')")
+        return self.rng
+
+    def _refresh_fidelity(self, year: float) -> None:
+        for item in self._long:
+            ref = item.year if item.last_access_year is None else max(
+                item.year, item.last_access_year)
+            item.fidelity = fidelity_for_age(
+                year - ref, self.fidelity_detailed_years, self.fidelity_summary_years)
+
+    # ----------------------------------------------------------------------------- accessors
+    def items(self) -> list[MemoryItem]:
+        """Working then long-term items."""
+        return self._working.items() + list(self._long)
+
+    def long_term(self) -> list[MemoryItem]:
+        """Long-term items (events and insights) in the order they were consolidated."""
+        return list(self._long)
+
+    def working(self) -> list[MemoryItem]:
+        """Working items of the current year."""
+        return self._working.items()
+
+    def insights(self) -> list[MemoryItem]:
+        """Long-term insights."""
+        return [m for m in self._long if m.kind == "insight"]
+
+    def drain_new(self) -> list[MemoryItem]:
+        """Items created since the last call (also those since evicted or forgotten), for the
+        authoritative episodic store."""
+        out, self._new = self._new, []
+        return out
+
+    # ----------------------------------------------------------------------------- state
+    def params(self) -> dict[str, Any]:
+        """Constructor keyword arguments (without ``rng``), JSON-serialisable."""
+        return {
+            "window_size": self.window_size, "top_k_significant": self.top_k_significant,
+            "top_k_insights": self.top_k_insights, "decay_rate": self.decay_rate,
+            "consolidation_threshold": self.consolidation_threshold,
+            "consolidation_prob": self.consolidation_prob, "min_score": self.min_score,
+            "insight_importance": self.insight_importance,
+            "importance_boost": self.importance_boost,
+            "emotion_weights": dict(self._emotion.weights),
+            "source_weights": dict(self._source.weights),
+            "keywords": {k: list(v) for k, v in self.keywords.items()},
+            "agent_id": self.agent_id, "default_emotion": self._emotion.default,
+            "default_source": self._source.default,
+            "fidelity_detailed_years": self.fidelity_detailed_years,
+            "fidelity_summary_years": self.fidelity_summary_years,
+        }
+
+    def state(self) -> dict[str, Any]:
+        """The whole engine as a JSON-serialisable dict (checkpoints; no pickle)."""
+        return {
+            "variant": self.variant,
+            "params": self.params(),
+            "next_id": self._next_id,
+            "working": [m.to_dict() for m in self._working.items()],
+            "long_term": [m.to_dict() for m in self._long],
+            "new": [m.to_dict() for m in self._new],
+            "rng": None if self.rng is None else self.rng.bit_generator.state,
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> HumanCentricMemoryEngine:
+        """Rebuild an engine (of the recorded variant) from ``state()``."""
+        variant = state.get("variant", "humancentric")
+        klass = {"humancentric": HumanCentricMemoryEngine, "window": WindowMemoryEngine}.get(
+            variant)
+        if klass is None:
+            raise ValueError(f"unknown memory engine variant {variant!r} in state")
+        rng = None
+        if state.get("rng") is not None:
+            rng = np.random.Generator(np.random.PCG64())
+            rng.bit_generator.state = state["rng"]
+        engine = klass(**state["params"], rng=rng)
+        engine._next_id = int(state["next_id"])
+        engine._working.extend(MemoryItem.from_dict(d) for d in state["working"])
+        engine._long = [MemoryItem.from_dict(d) for d in state["long_term"]]
+        by_id = {m.id: m for m in engine.items()}
+        engine._new = [by_id.get(d["id"]) or MemoryItem.from_dict(d) for d in state["new"]]
+        return engine
+
+
+class WindowMemoryEngine(HumanCentricMemoryEngine):
+    """Ablation baseline (group A): only the current year's working items, no long-term.
+
+    Encoding and working memory are those of the human-centric engine; ``end_year`` forgets
+    everything, insights live in working memory until the year ends, and ``retrieve`` returns
+    the working items only.
+    """
+
+    variant = "window"
+
+    def add_insight(self, content, year, *, importance=None, metadata=None) -> MemoryItem:
+        """Insights take a working slot and are forgotten at year end."""
+        imp = self.insight_importance if importance is None else float(importance)
+        _, source = self.classify(content)
+        item = self._make(content, year, "insight", "insight", source, imp,
+                          self.importance_boost, metadata)
+        self._working.add(item)
+        return item
+
+    def end_year(self, year: float) -> list[MemoryItem]:
+        """Forget the year's working items; nothing reaches long-term memory."""
+        self._working.drain()
+        return []
+
+    def retrieve(self, year: float) -> list[MemoryItem]:
+        """The working items only (by score)."""
+        working = sorted(self._working.items(), key=lambda m: -self.score(m, year))
+        for item in working:
+            item.access_count += 1
+            item.last_access_year = float(year)
+        return working
+
+
+def _memory_section(path: Path) -> MemoryParams:
+    """The validated ``memory:`` section of an agent-types YAML file."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("memory"), dict):
+        raise ConfigError(f"{path}: no 'memory:' section")
+    try:
+        return MemoryParams.model_validate(data["memory"])
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: memory: {exc}") from exc
+
+
+def engine_kwargs(params: MemoryParams) -> dict[str, Any]:
+    """Constructor keyword arguments of the engines from a ``MemoryParams``."""
+    return {
+        "window_size": params.window_size, "top_k_significant": params.top_k_significant,
+        "top_k_insights": params.top_k_insights, "decay_rate": params.decay_rate,
+        "consolidation_threshold": params.consolidation_threshold,
+        "consolidation_prob": params.consolidation_prob, "min_score": params.min_score,
+        "insight_importance": params.insight_importance,
+        "importance_boost": params.importance_boost,
+        "emotion_weights": _weights(params.emotion_categories),
+        "source_weights": _weights(params.source_categories),
+        "keywords": {**_keywords(params.emotion_categories),
+                     **_keywords(params.source_categories)},
+        "default_emotion": params.default_emotion, "default_source": params.default_source,
+        "fidelity_detailed_years": params.fidelity_detailed_years,
+        "fidelity_summary_years": params.fidelity_summary_years,
+    }
+
+
+def make_engine(
+    params: MemoryParams | None,
+    config: MemoryConfig,
+    *,
+    rng: np.random.Generator,
+    agent_id: str | int,
+) -> HumanCentricMemoryEngine | None:
+    """The engine an experiment asks for: human-centric, window-only, or None (``none``)."""
+    if config.engine == "none":
+        return None
+    params = (params or MemoryParams()).with_overrides(config.overrides)
+    klass = WindowMemoryEngine if config.engine == "window" else HumanCentricMemoryEngine
+    return klass(**engine_kwargs(params), rng=rng, agent_id=agent_id)

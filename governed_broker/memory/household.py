@@ -1,0 +1,305 @@
+"""The world's view of memory: one ``HouseholdMemory`` per household, one writer per run.
+
+The world calls, each year and in this order: ``record_flood`` or ``record_no_flood``
+(impacts), ``record_neighbours`` (what the household saw last year), ``retrieve`` (memories
+for the decision), ``record_decision`` (after execution) and ``end_year`` (consolidation).
+Memory texts are plain first-person English, so the keyword categories of the ``memory:``
+section encode them. Where keywords would mislead (a sentence saying that *no* flood came, a
+routine renewal, doing nothing, neighbour statistics) the adapter passes the category
+explicitly; the categories chosen are visible in every item and in ``memory.sqlite``.
+
+Outcome learning: the protection chosen in year t is judged by what happens in year t+1.
+Insurance pays off when the home floods and the policy pays; elevation when the home floods;
+doing nothing when it does not flood. Each judgement updates the procedural memory (situation
+at decision time -> action -> success) and the metacognitive record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from governed_broker.config.memory import MemoryConfig, MemoryParams
+from governed_broker.memory.consolidation import ConsolidationReport, consolidate
+from governed_broker.memory.embedding import Embedder
+from governed_broker.memory.engine import HumanCentricMemoryEngine, make_engine
+from governed_broker.memory.episodic import EpisodicStore
+from governed_broker.memory.export import export_markdown
+from governed_broker.memory.item import MemoryItem
+from governed_broker.memory.metacognition import MetacognitiveRecord
+from governed_broker.memory.procedural import ProceduralMemory
+from governed_broker.memory.semantic import SemanticMemory
+from governed_broker.seeding import child_rng
+
+#: Effect of the standard action ids (agent_types.yaml); pass ``action_effects`` for others.
+DEFAULT_EFFECTS = {"do_nothing": "none", "buy_insurance": "insure",
+                   "elevate_house": "elevate", "relocate": "relocate"}
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.0f}"
+
+
+class HouseholdMemory:
+    """One household's memory: engine, semantic/procedural memory, metacognitive record.
+
+    Args:
+        agent_id: The household id.
+        engine: Its memory engine (``.engine``).
+        semantic: Its knowledge graph copy (None: no semantic memory).
+        procedural: Its heuristics (default: a new ``ProceduralMemory``).
+        metacognition: Its strategy record (default: a new one).
+        action_effects: Action id -> effect (``none``, ``insure``, ``elevate``, ``relocate``).
+        store: The run's episodic store (set by ``RunMemoryWriter.attach``).
+    """
+
+    def __init__(self, agent_id: int | str, engine: HumanCentricMemoryEngine, *,
+                 semantic: SemanticMemory | None = None,
+                 procedural: ProceduralMemory | None = None,
+                 metacognition: MetacognitiveRecord | None = None,
+                 action_effects: Mapping[str, str] | None = None,
+                 store: EpisodicStore | None = None) -> None:
+        self.agent_id = agent_id
+        self.engine = engine
+        self.semantic = semantic
+        self.procedural = procedural if procedural is not None else ProceduralMemory()
+        self.metacognition = metacognition if metacognition is not None else \
+            MetacognitiveRecord()
+        self.action_effects = dict(action_effects or DEFAULT_EFFECTS)
+        self.store = store
+        self.forget_policy: dict[str, Any] | None = None
+        self.insured = False  # coverage in force this year
+        self.elevated = False
+        self.flooded_this_year = False
+        self._insured_next = False  # a policy bought this year covers next year
+        self._pending: dict[str, Any] | None = None  # last decision awaiting its outcome
+        self.reports: list[ConsolidationReport] = []
+
+    @classmethod
+    def from_config(cls, agent_id: int | str, params: MemoryParams | None,
+                    config: MemoryConfig, seed: int, *,
+                    semantic: SemanticMemory | None = None,
+                    action_effects: Mapping[str, str] | None = None) -> HouseholdMemory | None:
+        """Build from the ``memory:`` params and the experiment's ``MemoryConfig``.
+
+        The engine's generator is ``child_rng(seed, "agent", agent_id, "memory")``; the
+        semantic memory is a private copy of ``semantic``. Returns None for engine ``none``.
+        """
+        rng = child_rng(seed, "agent", agent_id, "memory")
+        engine = make_engine(params, config, rng=rng, agent_id=agent_id)
+        if engine is None:
+            return None
+        return cls(agent_id, engine, semantic=None if semantic is None else semantic.copy(),
+                   action_effects=action_effects)
+
+    def set_status(self, *, insured: bool, elevated: bool) -> None:
+        """Protection in force at the start (initial population) or after a restore."""
+        self.insured = self._insured_next = bool(insured)
+        self.elevated = bool(elevated)
+
+    # ----------------------------------------------------------------------------- impacts
+    def record_flood(self, year: int, depth_m: float, damage_usd: float, payout_usd: float,
+                     insured: bool, elevated: bool, *,
+                     damage_avoided_usd: float | None = None) -> MemoryItem:
+        """The home flooded this year (``depth_m`` before elevation, metres)."""
+        self.insured, self.elevated, self.flooded_this_year = bool(insured), bool(elevated), True
+        if damage_usd > 0:
+            text = f"My home flooded {depth_m:.1f} m deep; the damage cost {_usd(damage_usd)}."
+            if insured and payout_usd > 0:
+                text += f" My insurance paid {_usd(payout_usd)}."
+                summary = (f"My home flooded about {depth_m:.1f} m deep in year {year} and "
+                           "insurance paid part of the damage.")
+            else:
+                text += " I had no insurance payout, so I paid the repairs myself."
+                summary = (f"My home flooded about {depth_m:.1f} m deep in year {year} and I "
+                           "paid the repairs myself.")
+            if elevated:
+                text += " Elevating my house kept the water lower."
+        else:
+            text = (f"Flood water {depth_m:.1f} m deep reached my street, but my "
+                    f"{'elevated ' if elevated else ''}house was not damaged.")
+            summary = f"Flood water reached my street in year {year} but did not damage my house."
+        facts = [["home", "experienced", "flood"]]
+        if insured and payout_usd > 0:
+            facts.append(["flood_insurance", "pays_for", "flood_damage"])
+        if elevated:
+            facts.append(["house_elevation", "reduces", "flood_damage"])
+        item = self.engine.add(text, year, kind="event", metadata={
+            "summary": summary, "gist": f"My home flooded in year {year}.", "facts": facts,
+            "depth_m": depth_m, "damage_usd": damage_usd, "payout_usd": payout_usd,
+            "insured": bool(insured), "elevated": bool(elevated)})
+        self._judge(year, flooded=True, damage_usd=damage_usd, payout_usd=payout_usd,
+                    damage_avoided_usd=damage_avoided_usd)
+        return item
+
+    def record_no_flood(self, year: int) -> MemoryItem:
+        """No flood reached the home this year (a routine memory, category given)."""
+        self.flooded_this_year = False
+        self.insured = self._insured_next
+        item = self.engine.add(
+            f"Year {year} was quiet: no water reached my home.", year, kind="observation",
+            emotion="routine", metadata={"gist": f"A quiet year ({year})."})
+        self._judge(year, flooded=False, damage_usd=0.0, payout_usd=0.0)
+        return item
+
+    def _judge(self, year: int, *, flooded: bool, damage_usd: float, payout_usd: float,
+               damage_avoided_usd: float | None = None) -> None:
+        """Judge the decision of the previous year by this year's outcome."""
+        pending, self._pending = self._pending, None
+        if pending is None or pending["year"] != year - 1:
+            return
+        effect = self.action_effects.get(pending["action"], "none")
+        if effect == "insure":
+            paid_off = flooded and payout_usd > 0
+        elif effect == "elevate":
+            if not flooded:
+                return  # not tested yet
+            paid_off = True
+        elif effect == "none":
+            paid_off = not flooded or damage_usd <= 0
+        else:
+            return
+        self.procedural.record(pending["situation"], pending["action"], paid_off)
+        self.metacognition.record_outcome(
+            pending["action"], paid_off=paid_off, flooded=flooded, damage_usd=damage_usd,
+            payout_usd=payout_usd, damage_avoided_usd=damage_avoided_usd)
+
+    # ----------------------------------------------------------------------------- social
+    def record_neighbours(self, year: int, shares: Mapping[str, float]) -> MemoryItem | None:
+        """Shares (0..1) of neighbours insured / elevated / relocated last year."""
+        parts = [f"{round(100 * float(v))}% {label}" for key, label in (
+            ("insured", "were insured"), ("elevated", "had raised their houses"),
+            ("relocated", "had moved away")) if (v := shares.get(key)) is not None]
+        if not parts:
+            return None
+        text = "Among the neighbouring households, " + ", ".join(parts) + "."
+        return self.engine.add(text, year, kind="observation", emotion="routine",
+                               source="neighbour", metadata={"shares": dict(shares)})
+
+    # ----------------------------------------------------------------------------- decisions
+    def record_decision(self, year: int, action: str, status: str, cost_usd: float, *,
+                        executed: bool = True) -> MemoryItem:
+        """What the household decided (after execution; ``executed`` False when the world
+        refused it or the broker fell back). Protective changes are strategic memories,
+        renewals and doing nothing are routine."""
+        effect = self.action_effects.get(action, "none")
+        situation = {"flooded_this_year": self.flooded_this_year, "insured": self.insured,
+                     "elevated": self.elevated}
+        emotion = None
+        if not executed:
+            text = (f"I wanted to {action.replace('_', ' ')} but it was not possible "
+                    f"({status}); I took no new protective action.")
+            emotion = "strategic"
+        elif effect == "insure" and self.insured:
+            text, emotion = f"I renewed my insurance policy for {_usd(cost_usd)}.", "routine"
+        elif effect == "insure":
+            text = f"I decided to buy an insurance policy for next year for {_usd(cost_usd)}."
+        elif effect == "elevate":
+            text = f"I decided to elevate my house; it cost me {_usd(cost_usd)}."
+        elif effect == "relocate":
+            text = f"I decided to relocate and leave this area; moving cost {_usd(cost_usd)}."
+        else:
+            text, emotion = "I took no new protective action this year.", "routine"
+        item = self.engine.add(text, year, kind="decision", emotion=emotion, metadata={
+            "action": action, "status": status, "cost_usd": cost_usd, "executed": executed,
+            "gist": f"Year {year}: {action.replace('_', ' ')}" + ("" if executed else
+                                                                   " (not possible)") + "."})
+        done = action if executed else next(
+            (a for a, e in self.action_effects.items() if e == "none"), action)
+        self.metacognition.record_choice(action, executed=executed, cost_usd=cost_usd)
+        self._pending = {"year": year, "action": done, "situation": situation}
+        if executed and effect == "elevate":
+            self.elevated = True
+        self._insured_next = executed and effect == "insure"
+        return item
+
+    def add_insight(self, content: str, year: int) -> MemoryItem:
+        """A reflection insight (importance 10, own retrieval slots)."""
+        return self.engine.add_insight(content, year)
+
+    # ----------------------------------------------------------------------------- yearly
+    def retrieve(self, year: int) -> list[MemoryItem]:
+        """Memories for this year's decision (``HumanCentricMemoryEngine.retrieve``)."""
+        return self.engine.retrieve(year)
+
+    def end_year(self, year: int) -> ConsolidationReport:
+        """Consolidate (working -> long-term and the run's store; facts; heuristics)."""
+        report = consolidate(self.engine, year, store=self.store, semantic=self.semantic,
+                             procedural=self.procedural, forget_policy=self.forget_policy)
+        self.reports.append(report)
+        self.flooded_this_year = False
+        return report
+
+    # ----------------------------------------------------------------------------- state
+    def state(self) -> dict[str, Any]:
+        """JSON-serialisable state (checkpoints)."""
+        return {
+            "agent_id": self.agent_id, "engine": self.engine.state(),
+            "procedural": self.procedural.state(), "metacognition": self.metacognition.state(),
+            "semantic_learned": None if self.semantic is None else self.semantic.learned_state(),
+            "action_effects": self.action_effects, "insured": self.insured,
+            "elevated": self.elevated, "flooded_this_year": self.flooded_this_year,
+            "insured_next": self._insured_next,
+            "pending": self._pending, "forget_policy": self.forget_policy,
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], *,
+                   semantic: SemanticMemory | None = None) -> HouseholdMemory:
+        """Inverse of ``state``; ``semantic`` is the base graph the learned facts go on."""
+        sem = None
+        if state.get("semantic_learned") is not None:
+            sem = (semantic or SemanticMemory.from_yaml()).copy()
+            sem.restore_learned(state["semantic_learned"])
+        hm = cls(state["agent_id"], HumanCentricMemoryEngine.from_state(state["engine"]),
+                 semantic=sem, procedural=ProceduralMemory.from_state(state["procedural"]),
+                 metacognition=MetacognitiveRecord.from_state(state["metacognition"]),
+                 action_effects=state["action_effects"])
+        hm.insured, hm.elevated = state["insured"], state["elevated"]
+        hm.flooded_this_year = state["flooded_this_year"]
+        hm._insured_next = state["insured_next"]
+        hm._pending = state["pending"]
+        hm.forget_policy = state["forget_policy"]
+        return hm
+
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class RunMemoryWriter:
+    """Writes a run's memories: every item into ``<run_dir>/memory.sqlite`` (user_id = agent
+    id, session_id = year) and one ``<run_dir>/memories/<agent_id>.md`` per household.
+
+    Args:
+        run_dir: The run's output directory (must exist).
+        embedder: Embedder for the store's vector index (None: keyword search only; the
+            engine itself never needs embeddings).
+    """
+
+    def __init__(self, run_dir: str | Path, embedder: Embedder | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        if not self.run_dir.is_dir():
+            raise FileNotFoundError(f"run directory {self.run_dir} does not exist")
+        self.store = EpisodicStore(self.run_dir / "memory.sqlite", embedder)
+
+    def attach(self, memory: HouseholdMemory) -> HouseholdMemory:
+        """Make a household's consolidation write to this run's store."""
+        memory.store = self.store
+        return memory
+
+    def write_markdown(self, memories: Iterable[HouseholdMemory],
+                       year: float | None = None) -> list[Path]:
+        """Write ``memories/<agent_id>.md`` for each household (ids must be file-safe)."""
+        out = []
+        for mem in memories:
+            name = str(mem.agent_id)
+            if not _SAFE_ID.match(name) or name in (".", ".."):
+                raise ValueError(f"agent id {name!r} cannot be used as a file name")
+            out.append(export_markdown(mem, self.run_dir / "memories" / f"{name}.md", year))
+        return out
+
+    def close(self) -> None:
+        """Commit and close ``memory.sqlite``."""
+        self.store.close()

@@ -1,0 +1,191 @@
+"""Semantic memory (seed 000): a small knowledge graph of flood-adaptation concepts.
+
+Concepts and typed relations come from ``configs/knowledge/flood_concepts.yaml``; each
+household gets its own copy, to which consolidation adds facts learned from experience (e.g.
+``home experienced river_flood`` in year 3). Queries: related concepts by relation and depth,
+shortest connecting path, and property inheritance along ``is_a`` edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import yaml
+
+from governed_broker.config.base import ConfigError
+
+RELATIONS: tuple[str, ...] = (
+    "is_a", "part_of", "used_for", "requires", "reduces", "increases", "causes", "pays_for",
+    "provided_by", "similar_to", "opposite_of", "experienced",
+)
+
+DEFAULT_CONCEPTS = Path(__file__).resolve().parents[2] / "configs" / "knowledge" / \
+    "flood_concepts.yaml"
+
+
+def _key(name: str) -> str:
+    return str(name).strip().lower().replace(" ", "_").replace("-", "_")
+
+
+class SemanticMemory:
+    """Concepts (nodes with type, description, properties) and typed relations (edges)."""
+
+    def __init__(self) -> None:
+        self.graph: nx.MultiDiGraph = nx.MultiDiGraph()
+
+    # ----------------------------------------------------------------------------- loading
+    @classmethod
+    def from_yaml(cls, path: str | Path = DEFAULT_CONCEPTS) -> SemanticMemory:
+        """Load concepts and relations; problems raise ``ConfigError`` naming the entry."""
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: cannot read knowledge graph: {exc}") from exc
+        if not isinstance(data, dict) or set(data) - {"concepts", "relations"}:
+            raise ConfigError(f"{path}: expected a mapping with keys 'concepts' and 'relations'")
+        mem = cls()
+        for name, spec in (data.get("concepts") or {}).items():
+            spec = spec or {}
+            if not isinstance(spec, dict) or set(spec) - {"type", "description", "properties"}:
+                raise ConfigError(
+                    f"{path}: concepts.{name}: expected keys type, description, properties")
+            mem.add_concept(name, spec.get("type", "concept"), spec.get("description", ""),
+                            spec.get("properties") or {})
+        for i, rel in enumerate(data.get("relations") or []):
+            if not (isinstance(rel, list) and len(rel) == 3):
+                raise ConfigError(f"{path}: relations[{i}]: expected [source, relation, target],"
+                                  f" got {rel!r}")
+            src, kind, dst = rel
+            for end in (src, dst):
+                if _key(end) not in mem.graph:
+                    raise ConfigError(f"{path}: relations[{i}]: unknown concept {end!r}")
+            if kind not in RELATIONS:
+                raise ConfigError(f"{path}: relations[{i}]: unknown relation {kind!r}; "
+                                  f"allowed: {RELATIONS}")
+            mem.add_relation(src, kind, dst)
+        return mem
+
+    def copy(self) -> SemanticMemory:
+        """An independent copy (one per household)."""
+        other = SemanticMemory()
+        other.graph = self.graph.copy()
+        return other
+
+    # ----------------------------------------------------------------------------- writing
+    def add_concept(self, name: str, type_: str = "concept", description: str = "",
+                    properties: Mapping[str, Any] | None = None) -> str:
+        """Add or update a concept; returns its key (lower case, underscores)."""
+        key = _key(name)
+        self.graph.add_node(key, type=str(type_), description=str(description),
+                            properties=dict(properties or {}))
+        return key
+
+    def add_relation(self, source: str, relation: str, target: str, **attrs: Any) -> None:
+        """Add a typed edge (both concepts must exist)."""
+        if relation not in RELATIONS:
+            raise ValueError(f"unknown relation {relation!r}; allowed: {RELATIONS}")
+        s, t = _key(source), _key(target)
+        for end in (s, t):
+            if end not in self.graph:
+                raise KeyError(f"unknown concept {end!r}")
+        existing = self.graph.get_edge_data(s, t, key=relation)
+        if existing is None:
+            self.graph.add_edge(s, t, key=relation, relation=relation, **attrs)
+        elif "learned_year" in attrs and "learned_year" not in existing:
+            existing.update(attrs)  # a known relation confirmed by experience
+
+    def add_fact(self, source: str, relation: str, target: str, *, year: float | None = None,
+                 evidence: str = "") -> None:
+        """Add a fact learned from experience; unknown concepts are created (type learned)."""
+        for end in (source, target):
+            if _key(end) not in self.graph:
+                self.add_concept(end, "learned")
+        self.add_relation(source, relation, target, learned_year=year, evidence=evidence)
+
+    # ----------------------------------------------------------------------------- queries
+    def concept(self, name: str) -> dict[str, Any] | None:
+        """Attributes of a concept (case-insensitive), or None."""
+        key = _key(name)
+        return dict(self.graph.nodes[key], id=key) if key in self.graph else None
+
+    def related(self, name: str, relation: str | None = None, depth: int = 1) -> list[str]:
+        """Concepts reachable along outgoing edges (of one relation type) within ``depth``
+        steps, breadth-first, nearest first (alphabetical within a step)."""
+        start = _key(name)
+        if start not in self.graph:
+            return []
+        seen, frontier, out = {start}, [start], []
+        for _ in range(int(depth)):
+            nxt = []
+            for node in frontier:
+                for _, tgt, data in sorted(self.graph.out_edges(node, data=True),
+                                           key=lambda e: e[1]):
+                    if (relation is None or data["relation"] == relation) and tgt not in seen:
+                        seen.add(tgt)
+                        nxt.append(tgt)
+            out.extend(sorted(nxt))
+            frontier = nxt
+        return out
+
+    def shortest_path(self, a: str, b: str) -> list[str] | None:
+        """Shortest chain of concepts connecting ``a`` and ``b`` (edges in either direction),
+        or None when unconnected or unknown."""
+        a, b = _key(a), _key(b)
+        if a not in self.graph or b not in self.graph:
+            return None
+        try:
+            return nx.shortest_path(self.graph.to_undirected(as_view=True), a, b)
+        except nx.NetworkXNoPath:
+            return None
+
+    def ancestors(self, name: str) -> list[str]:
+        """All ``is_a`` ancestors, nearest first."""
+        return self.related(name, "is_a", depth=len(self.graph))
+
+    def infer_properties(self, name: str) -> dict[str, Any]:
+        """Own properties plus those inherited along ``is_a`` (nearer ancestors win)."""
+        node = self.concept(name)
+        if node is None:
+            return {}
+        props = dict(node["properties"])
+        for anc in self.ancestors(name):
+            for k, v in self.graph.nodes[anc]["properties"].items():
+                props.setdefault(k, v)
+        return props
+
+    def facts(self, name: str | None = None) -> list[str]:
+        """Relations as plain sentences (``flood insurance pays for flood damage``), of one
+        concept (as source or target) or all, sorted."""
+        key = None if name is None else _key(name)
+        out = []
+        for s, t, d in self.graph.edges(data=True):
+            if key is None or key in (s, t):
+                out.append(self._sentence(s, d["relation"], t, d.get("learned_year")))
+        return sorted(out)
+
+    def learned_facts(self) -> list[dict[str, Any]]:
+        """Facts added by consolidation, in year order."""
+        rows = [{"source": s, "relation": d["relation"], "target": t,
+                 "year": d.get("learned_year"), "evidence": d.get("evidence", "")}
+                for s, t, d in self.graph.edges(data=True) if "learned_year" in d]
+        return sorted(rows, key=lambda r: (r["year"] is None, r["year"] or 0, r["source"]))
+
+    @staticmethod
+    def _sentence(s: str, rel: str, t: str, year: float | None) -> str:
+        text = f"{s.replace('_', ' ')} {rel.replace('_', ' ')} {t.replace('_', ' ')}"
+        return text if year is None else f"{text} (learned in year {year:g})"
+
+    # ----------------------------------------------------------------------------- state
+    def learned_state(self) -> list[dict[str, Any]]:
+        """JSON-serialisable learned facts (the base graph is reloaded from YAML)."""
+        return self.learned_facts()
+
+    def restore_learned(self, facts: Iterable[Mapping[str, Any]]) -> None:
+        """Re-add learned facts from ``learned_state``."""
+        for f in facts:
+            self.add_fact(f["source"], f["relation"], f["target"], year=f.get("year"),
+                          evidence=f.get("evidence", ""))

@@ -1,0 +1,86 @@
+"""Semantic memory (knowledge graph) and procedural memory (heuristics), seed 000."""
+
+from __future__ import annotations
+
+import pytest
+
+from governed_broker.config.base import ConfigError
+from governed_broker.memory import ProceduralMemory, SemanticMemory
+from governed_broker.memory.semantic import DEFAULT_CONCEPTS
+
+
+@pytest.fixture(scope="module")
+def graph() -> SemanticMemory:
+    return SemanticMemory.from_yaml(DEFAULT_CONCEPTS)
+
+
+def test_shipped_graph_loads_with_measures_hazards_institutions(graph):
+    for name in ("flood_insurance", "house_elevation", "relocation", "river_flood", "nfip",
+                 "fema", "local_government"):
+        assert graph.concept(name) is not None
+    assert graph.concept("Flood Insurance")["id"] == "flood_insurance"
+
+
+def test_related_queries(graph):
+    assert graph.related("flood_insurance", "pays_for") == ["flood_damage"]
+    assert graph.related("house_elevation", "is_a", depth=2) == ["structural_measure",
+                                                                  "protective_action"]
+    assert "nfip" in graph.related("flood_insurance")
+    assert graph.related("unknown thing") == []
+
+
+def test_shortest_path_and_inheritance(graph):
+    path = graph.shortest_path("heavy_rain", "flood_insurance")
+    assert path[0] == "heavy_rain" and path[-1] == "flood_insurance" and len(path) == 5
+    assert graph.shortest_path("flood", "nowhere") is None
+    props = graph.infer_properties("house_elevation")
+    assert props["permanent"] is True  # own
+    assert props["reduces_physical_damage"] is True and props["chosen_by"] == "household"
+    ins = graph.infer_properties("flood_insurance")
+    assert ins["reduces_physical_damage"] is False  # from financial_measure, nearer than ...
+    assert graph.ancestors("river_flood") == ["flood", "hazard"]
+
+
+def test_learned_facts_are_private_per_copy(graph):
+    mine = graph.copy()
+    mine.add_fact("home", "experienced", "river_flood", year=3, evidence="m000004")
+    mine.add_fact("flood_insurance", "pays_for", "flood_damage", year=4, evidence="m000009")
+    learned = mine.learned_facts()
+    assert [(f["source"], f["year"]) for f in learned] == [("home", 3), ("flood_insurance", 4)]
+    assert graph.learned_facts() == []  # the shared base graph is untouched
+    assert "home experienced river flood (learned in year 3)" in mine.facts("home")
+    again = graph.copy()
+    again.restore_learned(mine.learned_state())
+    assert again.learned_facts() == learned
+
+
+def test_bad_yaml_names_entry(tmp_path):
+    p = tmp_path / "k.yaml"
+    p.write_text("concepts: {a: {type: x}}\nrelations: [[a, eats, a]]\n")
+    with pytest.raises(ConfigError, match=r"relations\[0\].*eats"):
+        SemanticMemory.from_yaml(p)
+    p.write_text("concepts: {a: {type: x}}\nrelations: [[a, is_a, b]]\n")
+    with pytest.raises(ConfigError, match="unknown concept 'b'"):
+        SemanticMemory.from_yaml(p)
+
+
+def test_procedural_discovery_after_three_successes_and_ema():
+    pm = ProceduralMemory()
+    dry = {"flooded_this_year": False, "insured": False}
+    pm.record(dry, "do_nothing", True)
+    pm.record(dry, "do_nothing", False)
+    pm.record(dry, "do_nothing", True)
+    assert pm.discover(3) == []
+    pm.record(dry, "do_nothing", True)
+    (h,) = pm.discover(4)
+    assert (h.action, h.situation, h.use_count) == ("do_nothing", dry, 4)
+    assert h.success_rate == pytest.approx(3 / 4)
+    pm.record(dry, "do_nothing", False)
+    assert h.success_rate == pytest.approx(0.9 * 0.75)  # EMA alpha 0.1
+    pm.record(dry, "do_nothing", True)
+    assert h.success_rate == pytest.approx(0.9 * 0.9 * 0.75 + 0.1)
+    assert pm.discover(5) == []  # no duplicate
+    assert pm.match({**dry, "elevated": True}) == [h]
+    assert pm.match({"flooded_this_year": True, "insured": False}) == []
+    back = ProceduralMemory.from_state(pm.state())
+    assert back.heuristics() == pm.heuristics() and back.tally(dry, "do_nothing") == (6, 4)
