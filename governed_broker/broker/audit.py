@@ -1,0 +1,59 @@
+"""Streamed JSON-lines audit files (``decisions.jsonl``, ``reflections.jsonl``).
+
+Records are written as they are produced (one batch per year, in agent order) and flushed, so a
+long run never holds its audit in memory and a crashed run keeps what it decided. Keys keep the
+order in which the broker builds a record, so identical runs give identical lines apart from
+the timing fields (``latency_s``), which appear only here, never in the CSVs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+
+def _json_default(value: Any) -> Any:
+    # numpy scalars and arrays (memory ids, shares) and tuples from frozen dataclasses.
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    if hasattr(value, "tolist") and callable(value.tolist):
+        return value.tolist()
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"audit value of type {type(value).__name__} is not JSON-serialisable")
+
+
+def to_json_line(record: Mapping[str, Any]) -> str:
+    """One record as a JSON line (UTF-8 text, no trailing newline)."""
+    return json.dumps(record, ensure_ascii=False, default=_json_default)
+
+
+class JsonlWriter:
+    """Appends JSON records, one per line, to a new file.
+
+    Args:
+        path: The file; created (truncated if it exists: a run writes its own directory).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO | None = self.path.open("w", encoding="utf-8")
+
+    def write_many(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Write records and flush."""
+        if self._file is None:
+            raise ValueError(f"audit file {self.path} is closed")
+        for record in records:
+            self._file.write(to_json_line(record) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None

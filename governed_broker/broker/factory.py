@@ -1,0 +1,129 @@
+"""Build the governed LLM decision maker of an experiment (``decision.maker: llm``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from governed_broker.broker.governed import GovernedBroker, RequestSettings
+from governed_broker.broker.rules import RuleSet
+from governed_broker.broker.skills import SkillRegistry
+from governed_broker.cognition.context import ContextBuilder, KnowledgeProvider
+from governed_broker.cognition.reflection import ReflectionEngine
+from governed_broker.config.base import ConfigError
+from governed_broker.config.broker import GovernanceRules
+from governed_broker.config.experiment import ExperimentConfig
+from governed_broker.llm.base import LLMBackend
+
+#: Files the broker writes into the run directory.
+DECISIONS_FILE = "decisions.jsonl"
+REFLECTIONS_FILE = "reflections.jsonl"
+CALL_LOG_FILE = "llm_calls.sqlite"
+
+
+def run_id_of(config: ExperimentConfig) -> str:
+    """The run id written into audit records: ``<experiment name>-seed<seed>`` (stable, so a
+    run moved from its temporary directory keeps the ids its records carry)."""
+    return f"{config.name}-seed{config.seed}"
+
+
+def governance_rules(config: ExperimentConfig) -> tuple[SkillRegistry, GovernanceRules]:
+    """Load the skill registry and the rule table from the experiment's ``agent_types``."""
+    from governed_broker.config.loader import load_agent_types
+
+    path = config.resolve_path(config.agent_types)
+    agent_types = load_agent_types(path)
+    registry = SkillRegistry.from_actions(agent_types.actions)
+    rules = agent_types.governance
+    if rules is None:
+        if config.governance.profile != "disabled":
+            raise ConfigError(
+                f"{path}: there is no 'governance:' section, but governance.profile is "
+                f"{config.governance.profile!r}; add the rules or set governance.profile: disabled"
+            )
+        rules = GovernanceRules()
+    if not isinstance(rules, GovernanceRules):
+        rules = GovernanceRules.model_validate(rules)
+    return registry, rules
+
+
+def _knowledge(config: ExperimentConfig, backend: LLMBackend) -> Any:
+    if not config.rag.enabled:
+        return None
+    from governed_broker.rag import KnowledgeBase
+
+    return KnowledgeBase.from_config(config.rag, backend=backend, seed=config.seed)
+
+
+def build_decision_maker(
+    config: ExperimentConfig,
+    run_dir: Path,
+    backend: LLMBackend | None = None,
+    knowledge: KnowledgeProvider | None = None,
+) -> GovernedBroker:
+    """The ``GovernedBroker`` of an experiment, writing its audit into ``run_dir``.
+
+    Args:
+        config: The validated experiment (``llm:`` section required).
+        run_dir: The run's output directory: ``decisions.jsonl``, ``reflections.jsonl`` (when
+            reflection is on) and ``llm_calls.sqlite`` are written there.
+        backend: A ready backend (tests); by default ``backend_from_config(config.llm)`` with
+            the response cache and the call log.
+        knowledge: A ready knowledge provider; by default the knowledge base when
+            ``rag.enabled``.
+
+    Raises:
+        ConfigError: Missing ``llm:`` section, broken rule table or prompt templates.
+    """
+    if config.llm is None:
+        raise ConfigError("decision.maker 'llm' needs an 'llm:' section in the experiment")
+    run_dir = Path(run_dir)
+    registry, rules = governance_rules(config)
+    ruleset = RuleSet(rules, config.governance.profile, registry)
+    if backend is None:
+        from governed_broker.llm import backend_from_config
+
+        backend = backend_from_config(
+            config.llm, call_log_path=run_dir / CALL_LOG_FILE, base_dir=config.base_dir
+        )
+    if knowledge is None:
+        knowledge = _knowledge(config, backend)
+    ctx = config.governance.context
+    prompts_dir = config.resolve_path(ctx.prompts_dir)
+    context = ContextBuilder.from_dir(
+        prompts_dir,
+        registry.descriptions(),
+        token_budget=ctx.token_budget,
+        max_memories=ctx.max_memories,
+        max_reason_chars=ctx.max_reason_chars,
+        knowledge=knowledge,
+    )
+    run_id = run_id_of(config)
+    reflection = None
+    if config.reflection.enabled:
+        reflection = ReflectionEngine.from_dir(
+            prompts_dir,
+            backend,
+            config.reflection,
+            seed=config.seed,
+            run_id=run_id,
+            temperature=config.llm.temperature,
+            num_ctx=config.llm.num_ctx,
+            log_path=run_dir / REFLECTIONS_FILE,
+        )
+    return GovernedBroker(
+        backend,
+        context,
+        registry,
+        ruleset,
+        config.governance,
+        seed=config.seed,
+        run_id=run_id,
+        request=RequestSettings(
+            temperature=config.llm.temperature,
+            max_tokens=config.llm.max_tokens,
+            num_ctx=config.llm.num_ctx,
+        ),
+        audit_path=run_dir / DECISIONS_FILE,
+        reflection=reflection,
+    )

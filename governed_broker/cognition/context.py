@@ -1,0 +1,349 @@
+"""The PMT context builder: one household's situation -> the decision prompt (SPEC 4).
+
+The prompt has a system message that is identical for every household and year (so backends
+reuse it as a cached prefix) and a user message with, in this order: identity, retrieved
+memories (with their years and fidelity), the current situation, social signals, knowledge
+(semantic facts, procedural heuristics and knowledge-base chunks; skipped when there is none),
+the choice (appraisal instruction and this household's allowed actions with its real costs) and
+the reply format. All wording comes from ``configs/prompts/household.yaml``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES, TemplateSet, load_templates
+from governed_broker.cognition.schema import decision_json_schema
+from governed_broker.config.base import ConfigError
+from governed_broker.sim.decision import HouseholdSituation
+
+#: Characters per token used for budget estimates (the lineage's guard used the same ratio).
+CHARS_PER_TOKEN = 4
+
+
+class KnowledgeProvider(Protocol):
+    """Anything that returns knowledge chunks (``.text``, ``.source``) for a situation."""
+
+    def chunks_for(self, situation: HouseholdSituation) -> list[Any]: ...
+
+
+class ContextBudgetError(ConfigError):
+    """A prompt is larger than ``governance.context.token_budget`` (a configuration problem:
+    the budget, ``llm.num_ctx`` or the amount of context shown must change)."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A built decision prompt.
+
+    Attributes:
+        messages: ``({"role": "system", ...}, {"role": "user", ...})``.
+        json_schema: The reply schema (decision restricted to the allowed actions).
+        context_hash: sha256 of the messages and schema (identifies the prompt in the audit).
+        memory_ids: Ids of the memories shown, in prompt order.
+        knowledge_sources: Sources of the knowledge-base chunks shown.
+        estimated_tokens: Prompt size estimate (characters / 4).
+    """
+
+    messages: tuple[Mapping[str, str], ...]
+    json_schema: Mapping[str, Any]
+    context_hash: str
+    memory_ids: tuple[Any, ...]
+    knowledge_sources: tuple[str, ...]
+    estimated_tokens: int
+
+
+def money(value: float) -> str:
+    """Format dollars for a prompt: ``$12,300``."""
+    return f"${round(value):,}"
+
+
+def percent(share: float) -> str:
+    """Format a share 0..1 as a whole-number percentage: ``30%``."""
+    return f"{round(share * 100)}%"
+
+
+def flood_chance(probability: float) -> str:
+    """Format an annual probability as ``1 in 100 (1%)``."""
+    if probability <= 0:
+        return "close to zero"
+    return f"1 in {round(1 / probability):,} ({probability * 100:.3g}%)"
+
+
+def times(n: int) -> str:
+    """``once``, ``twice``, ``3 times``."""
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def years_ago(years: int) -> str:
+    """``this year``, ``1 year ago``, ``3 years ago``."""
+    if years <= 0:
+        return "this year"
+    return "1 year ago" if years == 1 else f"{years} years ago"
+
+
+def _year_text(year: float) -> str:
+    return str(int(year)) if float(year).is_integer() else f"{year:g}"
+
+
+def memory_text(memory: Any) -> str:
+    """A memory's text at its current fidelity (``MemoryItem.text()``), else its content."""
+    text = getattr(memory, "text", None)
+    return str(text()) if callable(text) else str(memory.content)
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", str(text)).strip()
+
+
+class ContextBuilder:
+    """Builds the decision prompt of a household from its ``HouseholdSituation``.
+
+    Args:
+        templates: The ``household.yaml`` templates.
+        action_descriptions: One-sentence description of every action id (skill registry).
+        token_budget: Largest prompt, in estimated tokens; larger raises ``ContextBudgetError``.
+        max_memories: Most memories shown.
+        max_reason_chars: Longest reason allowed by the reply schema.
+        knowledge: Optional knowledge-base provider (``chunks_for(situation)``).
+    """
+
+    def __init__(
+        self,
+        templates: TemplateSet,
+        action_descriptions: Mapping[str, str],
+        token_budget: int = 3000,
+        max_memories: int = 10,
+        max_reason_chars: int = 200,
+        knowledge: KnowledgeProvider | None = None,
+    ) -> None:
+        self.templates = templates
+        self.action_descriptions = dict(action_descriptions)
+        self.token_budget = token_budget
+        self.max_memories = max_memories
+        self.max_reason_chars = max_reason_chars
+        self.knowledge = knowledge
+        self._trust_words = self._check_trust_words(templates)
+
+    @classmethod
+    def from_dir(
+        cls, prompts_dir: Path, action_descriptions: Mapping[str, str], **kwargs: Any
+    ) -> ContextBuilder:
+        """Load ``<prompts_dir>/household.yaml`` and build a context builder."""
+        templates = load_templates(
+            Path(prompts_dir) / "household.yaml",
+            HOUSEHOLD_TEMPLATES,
+            extra_keys=frozenset({"trust_words"}),
+        )
+        return cls(templates, action_descriptions, **kwargs)
+
+    @staticmethod
+    def _check_trust_words(templates: TemplateSet) -> list[tuple[float, str]]:
+        words = templates.extra.get("trust_words")
+        try:
+            pairs = [(float(bound), str(word)) for bound, word in words]
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"{templates.path}: trust_words must be a list of [upper bound, words] pairs"
+            ) from None
+        if not pairs or pairs != sorted(pairs) or pairs[-1][0] <= 1.0:
+            raise ConfigError(
+                f"{templates.path}: trust_words bounds must increase and the last must exceed 1"
+            )
+        return pairs
+
+    # -- public -----------------------------------------------------------------------------
+    async def abuild(self, situation: HouseholdSituation) -> Prompt:
+        """``build`` for use inside an event loop: knowledge providers with an async
+        ``achunks_for`` (LLM query expansion) are awaited rather than blocking the loop."""
+        chunks: list[Any] = []
+        if self.knowledge is not None:
+            achunks = getattr(self.knowledge, "achunks_for", None)
+            if callable(achunks):
+                chunks = list(await achunks(situation))
+            else:
+                chunks = list(self.knowledge.chunks_for(situation))
+        return self.build(situation, chunks=chunks)
+
+    def build(self, situation: HouseholdSituation, chunks: Sequence[Any] | None = None) -> Prompt:
+        """Build the prompt for one household; raises ``ContextBudgetError`` if too large.
+
+        Args:
+            situation: The household's situation.
+            chunks: Knowledge chunks already retrieved; None asks the knowledge provider.
+        """
+        memories = list(situation.memories)[: self.max_memories]
+        if chunks is None:
+            chunks = list(self.knowledge.chunks_for(situation)) if self.knowledge else []
+        sections = [
+            self._identity(situation),
+            self._memories(memories),
+            self._situation(situation),
+            self._social(situation),
+            self._knowledge(situation, chunks),
+            self._choice(situation),
+            self.templates.render("response", actions=", ".join(situation.allowed_actions)),
+        ]
+        user = "\n\n".join(s for s in sections if s)
+        messages = (
+            {"role": "system", "content": self.templates.text("system")},
+            {"role": "user", "content": user},
+        )
+        schema = decision_json_schema(situation.allowed_actions, self.max_reason_chars)
+        chars = sum(len(m["content"]) for m in messages) + len(json.dumps(schema))
+        tokens = math.ceil(chars / CHARS_PER_TOKEN)
+        if tokens > self.token_budget:
+            raise ContextBudgetError(
+                f"the decision prompt of household {situation.agent_id} in year "
+                f"{situation.year} is about {tokens} tokens, over the budget of "
+                f"{self.token_budget} (governance.context.token_budget); raise the budget "
+                f"(and llm.num_ctx), or show fewer memories (governance.context.max_memories) "
+                f"or knowledge chunks (rag.top_k)"
+            )
+        digest = hashlib.sha256(
+            json.dumps([messages, schema], sort_keys=True).encode("utf-8")
+        ).hexdigest()
+        return Prompt(
+            messages=messages,
+            json_schema=schema,
+            context_hash=digest,
+            memory_ids=tuple(getattr(m, "id", None) for m in memories),
+            knowledge_sources=tuple(str(getattr(c, "source", "")) for c in chunks),
+            estimated_tokens=tokens,
+        )
+
+    def feedback_governance(self, issues: Sequence[tuple[str, str]]) -> str:
+        """The re-ask message for blocked proposals: ``(rule id, message)`` pairs."""
+        lines = [self.templates.render("retry_issue", rule_id=r, message=m) for r, m in issues]
+        return self.templates.render("retry_governance", issues="\n".join(lines))
+
+    def feedback_format(self, error: str) -> str:
+        """The re-ask message for an unreadable reply."""
+        return self.templates.render("retry_format", error=error.rstrip("."))
+
+    # -- sections ---------------------------------------------------------------------------
+    def _identity(self, s: HouseholdSituation) -> str:
+        key = "identity_renter" if s.tenure == "renter" else "identity_owner"
+        return self.templates.render(
+            key,
+            flood_zone=s.flood_zone,
+            flood_chance=flood_chance(s.flood_probability),
+            income=money(s.income_usd),
+        )
+
+    def _memories(self, memories: Sequence[Any]) -> str:
+        if not memories:
+            return self.templates.text("memories_none")
+        lines = [self.templates.text("memories_header")]
+        for m in memories:
+            if getattr(m, "kind", "event") == "insight":
+                lines.append(self.templates.render(
+                    "insight_line", year=_year_text(m.year), content=_one_line(memory_text(m))))
+                continue
+            fidelity = getattr(m, "fidelity", "detailed") or "detailed"
+            note_key = f"memory_fidelity_{fidelity}"
+            note = self.templates.text(note_key) if note_key in self.templates.templates else ""
+            lines.append(
+                self.templates.render(
+                    "memory_line",
+                    year=_year_text(m.year),
+                    fidelity_note=note,
+                    content=_one_line(memory_text(m)),
+                )
+            )
+        return "\n".join(lines)
+
+    def _situation(self, s: HouseholdSituation) -> str:
+        t = self.templates
+        lines = [t.render("situation_header", year=s.year)]
+        if s.flooded:
+            lines.append(
+                t.render("situation_flood", depth=f"{s.depth_m:.2f} m", damage=money(s.damage_usd))
+            )
+            if s.payout_usd > 0:
+                lines.append(t.render("payout_line", payout=money(s.payout_usd)))
+        else:
+            lines.append(t.text("situation_no_flood"))
+        if s.years_since_flood is None or s.floods_experienced == 0:
+            lines.append(t.text("flood_history_never"))
+        else:
+            lines.append(
+                t.render(
+                    "flood_history",
+                    times=times(s.floods_experienced),
+                    years_since=years_ago(s.years_since_flood),
+                )
+            )
+        lines.append(t.render("savings_line", savings=money(s.savings_usd)))
+        lines.append(t.text("insured_yes" if s.insured else "insured_no"))
+        if s.tenure != "renter":
+            lines.append(t.text("elevated_yes" if s.elevated else "elevated_no"))
+        return "\n".join(lines)
+
+    def _trust(self, value: float) -> str:
+        for bound, words in self._trust_words:
+            if value < bound:
+                return words
+        return self._trust_words[-1][1]
+
+    def _social(self, s: HouseholdSituation) -> str:
+        shares = s.neighbour_shares
+        social = self.templates.render(
+            "social",
+            insured=percent(shares.get("insured", 0.0)),
+            elevated=percent(shares.get("elevated", 0.0)),
+            relocated=percent(shares.get("relocated", 0.0)),
+        )
+        trust = self.templates.render(
+            "trust",
+            trust_insurance=self._trust(s.trust_insurance),
+            trust_neighbours=self._trust(s.trust_neighbours),
+        )
+        return f"{social}\n{trust}"
+
+    def _knowledge(self, s: HouseholdSituation, chunks: Sequence[Any]) -> str:
+        t = self.templates
+        lines = []
+        for fact in s.extra.get("knowledge_facts", ()):
+            lines.append(t.render("knowledge_fact", text=_one_line(fact)))
+        for h in s.extra.get("heuristics", ()):
+            lines.append(
+                t.render(
+                    "knowledge_heuristic",
+                    description=_one_line(h["description"]),
+                    success=percent(float(h["success_rate"])),
+                )
+            )
+        for chunk in chunks:
+            lines.append(
+                t.render("knowledge_chunk", text=_one_line(chunk.text), source=chunk.source)
+            )
+        if not lines:
+            return ""
+        return "\n".join([t.text("knowledge_header"), *lines])
+
+    def _choice(self, s: HouseholdSituation) -> str:
+        t = self.templates
+        lines = [t.text("choice_header")]
+        for action in s.allowed_actions:
+            cost = float(s.action_costs_usd.get(action, 0.0))
+            affordable = bool(s.affordable.get(action, True))
+            if action not in self.action_descriptions:
+                raise ValueError(f"allowed action {action!r} is not in the skill registry")
+            lines.append(
+                t.render(
+                    "action_line",
+                    id=action,
+                    description=self.action_descriptions[action],
+                    cost=money(cost) if cost > 0 else t.text("action_free"),
+                    affordability=t.text("affordable_yes" if affordable else "affordable_no"),
+                )
+            )
+        return "\n".join(lines)

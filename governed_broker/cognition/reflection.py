@@ -1,0 +1,240 @@
+"""End-of-year reflection: each household turns its memories of the year into insights.
+
+At the end of every ``reflection.interval_years``-th year, for each active household that has a
+memory engine and remembers something of the year, the LLM is asked (schema-constrained) for
+``n_insights`` short first-person lessons. They are stored with the engine's ``add_insight``
+(importance 10 by default: effectively permanent, SPEC 3.1) and every reflection, including the
+failed and skipped ones, is written to ``reflections.jsonl``. Households reflect concurrently;
+insights are stored in agent-id order so memory ids do not depend on completion order.
+
+Reflection must run before the memory engine's ``end_year`` consolidation, while the year's
+working memories are still there (the world's yearly loop does it in that order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from governed_broker.broker.audit import JsonlWriter
+from governed_broker.cognition.context import memory_text
+from governed_broker.cognition.prompts import REFLECTION_TEMPLATES, TemplateSet, load_templates
+from governed_broker.cognition.repair import extract_json_object
+from governed_broker.cognition.schema import insights_json_schema
+from governed_broker.config.broker import ReflectionConfig
+from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
+from governed_broker.seeding import child_seed
+
+
+@dataclass(frozen=True)
+class ReflectionTarget:
+    """One household to reflect: its id, identity and memory engine (``items()``,
+    ``add_insight(content, year)``)."""
+
+    agent_id: int
+    tenure: str
+    flood_zone: str
+    engine: Any
+
+
+def parse_insights(
+    text: str, n_insights: int, max_chars: int
+) -> tuple[list[str], list[str], str | None]:
+    """Parse ``{"insights": [...]}``, repairing fences, prose, trailing commas, overlong items.
+
+    Returns:
+        ``(insights, repairs, error or None)``; at least one non-empty insight on success.
+    """
+    data, repairs, error = extract_json_object(text)
+    if data is None:
+        return [], repairs, error
+    items = data.get("insights")
+    if not isinstance(items, list):
+        return [], repairs, "the reply has no list field 'insights'"
+    insights = [" ".join(str(i).split()) for i in items if isinstance(i, str) and i.strip()]
+    if not insights:
+        return [], repairs, "the 'insights' list holds no text"
+    if len(insights) > n_insights:
+        repairs.append(f"kept the first {n_insights} of {len(insights)} insights")
+        insights = insights[:n_insights]
+    elif len(insights) < n_insights:
+        repairs.append(f"only {len(insights)} of {n_insights} insights given")
+    for i, insight in enumerate(insights):
+        if len(insight) > max_chars:
+            insights[i] = insight[:max_chars]
+            repairs.append(f"insight {i + 1} truncated to {max_chars} characters")
+    return insights, repairs, None
+
+
+class ReflectionEngine:
+    """Asks the LLM for each household's insights at year end and stores them.
+
+    Args:
+        backend: The LLM backend.
+        config: The ``reflection:`` section.
+        templates: The ``reflection.yaml`` templates.
+        seed: Experiment seed; request seeds derive from (seed, "reflection", agent, year,
+            attempt).
+        run_id: Identifies the run in each record.
+        temperature: Sampling temperature (``config.temperature`` overrides it).
+        num_ctx: Context window of the requests.
+        log_path: Where to stream ``reflections.jsonl`` (None: not written).
+    """
+
+    def __init__(
+        self,
+        backend: LLMBackend,
+        config: ReflectionConfig,
+        templates: TemplateSet,
+        seed: int,
+        run_id: str = "",
+        temperature: float = 0.7,
+        num_ctx: int = 4096,
+        log_path: Path | None = None,
+    ) -> None:
+        self.backend = backend
+        self.config = config
+        self.templates = templates
+        self.seed = seed
+        self.run_id = run_id
+        self.temperature = config.temperature if config.temperature is not None else temperature
+        self.num_ctx = num_ctx
+        self.schema = insights_json_schema(config.n_insights, config.max_insight_chars)
+        self._log = JsonlWriter(log_path) if log_path is not None else None
+
+    @classmethod
+    def from_dir(cls, prompts_dir: Path, backend: LLMBackend, config: ReflectionConfig,
+                 **kwargs: Any) -> ReflectionEngine:
+        """Load ``<prompts_dir>/reflection.yaml`` and build the engine."""
+        templates = load_templates(Path(prompts_dir) / "reflection.yaml", REFLECTION_TEMPLATES)
+        return cls(backend, config, templates, **kwargs)
+
+    def due(self, year: int) -> bool:
+        """Whether households reflect at the end of ``year``."""
+        return self.config.enabled and year % self.config.interval_years == 0
+
+    @staticmethod
+    def targets(model: Any) -> list[ReflectionTarget]:
+        """Active households of ``model`` that have a memory engine, in agent-id order."""
+        out = []
+        for agent in model.agents:
+            memory = getattr(agent, "memory", None)
+            if memory is None or not getattr(agent, "active", True):
+                continue
+            engine = getattr(memory, "engine", memory)
+            out.append(ReflectionTarget(agent.unique_id, agent.tenure, agent.flood_zone, engine))
+        return sorted(out, key=lambda t: t.agent_id)
+
+    async def areflect_model(self, model: Any, year: int) -> list[dict[str, Any]]:
+        """Reflect every eligible household of ``model`` if ``year`` is due."""
+        if not self.due(year):
+            return []
+        return await self.areflect(self.targets(model), year)
+
+    def reflect(self, targets: Sequence[ReflectionTarget], year: int) -> list[dict[str, Any]]:
+        """Synchronous ``areflect`` (for scripts and tests)."""
+        return asyncio.run(self.areflect(targets, year))
+
+    async def areflect(
+        self, targets: Sequence[ReflectionTarget], year: int
+    ) -> list[dict[str, Any]]:
+        """Reflect the given households concurrently; store insights in agent order.
+
+        Returns:
+            The ``reflections.jsonl`` records, in agent order.
+        """
+        semaphore = asyncio.Semaphore(max(1, int(self.backend.max_concurrency)))
+
+        async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:
+            async with semaphore:
+                return await self._reflect_one(target, year)
+
+        ordered = sorted(targets, key=lambda t: t.agent_id)
+        results = await asyncio.gather(*(one(t) for t in ordered))
+        records = []
+        for target, (record, insights) in zip(ordered, results, strict=True):
+            stored = [target.engine.add_insight(text, year) for text in insights]
+            record["insight_ids"] = [getattr(m, "id", None) for m in stored]
+            records.append(record)
+        if self._log is not None:
+            self._log.write_many(records)
+        return records
+
+    def close(self) -> None:
+        """Close ``reflections.jsonl``."""
+        if self._log is not None:
+            self._log.close()
+
+    # -- one household ----------------------------------------------------------------------
+    def _year_memories(self, target: ReflectionTarget, year: int) -> list[Any]:
+        items = [
+            m for m in target.engine.items()
+            if int(m.year) == year and getattr(m, "kind", "event") != "insight"
+        ]
+        items.sort(key=lambda m: (-float(getattr(m, "importance", 0.0)), str(m.id)))
+        return items[: self.config.max_memories]
+
+    def _messages(self, target: ReflectionTarget, year: int, memories: list[Any]) -> list[dict]:
+        t = self.templates
+        lines = [t.render("memory_line", content=" ".join(memory_text(m).split()))
+                 for m in memories]
+        tenure = t.text("tenure_renter" if target.tenure == "renter" else "tenure_owner")
+        user = t.render("user", tenure_phrase=tenure, flood_zone=target.flood_zone, year=year,
+                        memories="\n".join(lines), n_insights=self.config.n_insights)
+        return [{"role": "system", "content": t.text("system")}, {"role": "user", "content": user}]
+
+    async def _reflect_one(
+        self, target: ReflectionTarget, year: int
+    ) -> tuple[dict[str, Any], list[str]]:
+        memories = self._year_memories(target, year)
+        record: dict[str, Any] = {
+            "run_id": self.run_id, "year": year, "agent_id": target.agent_id,
+            "memory_ids": [m.id for m in memories],
+        }
+        if not memories:
+            record.update(status="skipped", reason="no memories of this year", attempts=[],
+                          insights=[])
+            return record, []
+        base = self._messages(target, year, memories)
+        record["context_hash"] = hashlib.sha256(
+            json.dumps(base, sort_keys=True).encode("utf-8")).hexdigest()
+        messages, attempts = base, []
+        for attempt in range(self.config.max_parse_retries + 1):
+            response = await self._ask(messages, target.agent_id, year, attempt)
+            insights, repairs, error = parse_insights(
+                response.text, self.config.n_insights, self.config.max_insight_chars)
+            attempts.append(self._attempt(attempt, target.agent_id, year, response,
+                                          repairs, error))
+            if error is None:
+                record.update(status="ok", attempts=attempts, insights=insights)
+                return record, insights
+            feedback = self.templates.render("retry_format", error=error,
+                                             n_insights=self.config.n_insights)
+            messages = base + [{"role": "assistant", "content": response.text},
+                               {"role": "user", "content": feedback}]
+        record.update(status="parse_failed", attempts=attempts, insights=[])
+        return record, []
+
+    async def _ask(self, messages: list[dict], agent_id: int, year: int,
+                   attempt: int) -> LLMResponse:
+        request = LLMRequest.of(
+            messages, json_schema=self.schema, temperature=self.temperature,
+            seed=child_seed(self.seed, "reflection", agent_id, year, attempt),
+            max_tokens=self.config.max_tokens, num_ctx=self.num_ctx, tag="reflection")
+        return await self.backend.achat(request)
+
+    def _attempt(self, attempt: int, agent_id: int, year: int, response: LLMResponse,
+                 repairs: list[str], error: str | None) -> dict[str, Any]:
+        return {
+            "attempt": attempt,
+            "seed": child_seed(self.seed, "reflection", agent_id, year, attempt),
+            "raw": response.text, "repairs": repairs, "parse_error": error,
+            "prompt_tokens": response.prompt_tokens,
+            "completion_tokens": response.completion_tokens,
+            "latency_s": round(response.latency_s, 4), "cached": response.cached,
+        }

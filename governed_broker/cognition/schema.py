@@ -1,0 +1,104 @@
+"""The structured reply of a household's decision (SPEC 4 "Response schema").
+
+A reply is a JSON object::
+
+    {"threat_appraisal": {"label": "H", "reason": "..."},
+     "coping_appraisal": {"label": "M", "reason": "..."},
+     "decision": "buy_insurance",
+     "reason": "..."}
+
+``decision_json_schema`` is what the backend is asked to constrain its output to (the decision
+is restricted to this household's allowed actions; reasons are bounded to save generation time).
+``DecisionReply`` validates a parsed object. Tolerant parsing of unconstrained output lives in
+``governed_broker.cognition.repair``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from governed_broker.config.broker import PMT_LABELS, PMTLabel
+
+
+class Appraisal(BaseModel):
+    """One PMT appraisal: a five-level label and a short reason."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: PMTLabel
+    reason: str = ""
+
+
+class DecisionReply(BaseModel):
+    """A validated decision reply (labels checked; the action id is checked by the parser)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    threat_appraisal: Appraisal
+    coping_appraisal: Appraisal
+    decision: str = Field(min_length=1)
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The reply as a plain JSON-serialisable dict (for the audit)."""
+        return self.model_dump(mode="json")
+
+
+def _appraisal_schema(max_reason_chars: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string", "enum": list(PMT_LABELS)},
+            "reason": {"type": "string", "maxLength": max_reason_chars},
+        },
+        "required": ["label", "reason"],
+        "additionalProperties": False,
+    }
+
+
+def decision_json_schema(
+    allowed_actions: Sequence[str], max_reason_chars: int = 200
+) -> dict[str, Any]:
+    """JSON schema of the decision reply for one household.
+
+    Args:
+        allowed_actions: The action ids this household may choose this year (the enum of
+            ``decision``), in prompt order.
+        max_reason_chars: Longest reason string (``maxLength``).
+
+    Returns:
+        A JSON-schema dict (draft 2020-12 subset understood by Ollama and llama.cpp grammars).
+    """
+    if not allowed_actions:
+        raise ValueError("a decision schema needs at least one allowed action")
+    return {
+        "type": "object",
+        "properties": {
+            "threat_appraisal": _appraisal_schema(max_reason_chars),
+            "coping_appraisal": _appraisal_schema(max_reason_chars),
+            "decision": {"type": "string", "enum": list(allowed_actions)},
+            "reason": {"type": "string", "maxLength": max_reason_chars},
+        },
+        "required": ["threat_appraisal", "coping_appraisal", "decision", "reason"],
+        "additionalProperties": False,
+    }
+
+
+def insights_json_schema(n_insights: int, max_chars: int) -> dict[str, Any]:
+    """JSON schema of a reflection reply: ``{"insights": [n short strings]}``."""
+    return {
+        "type": "object",
+        "properties": {
+            "insights": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": max_chars},
+                "minItems": n_insights,
+                "maxItems": n_insights,
+            }
+        },
+        "required": ["insights"],
+        "additionalProperties": False,
+    }

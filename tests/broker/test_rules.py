@@ -1,0 +1,133 @@
+"""The rule table: validation at load time, dead zones, the condition language."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from broker_helpers import AGENT_TYPES, governance_rules, make_situation, registry
+from pydantic import ValidationError
+
+from governed_broker.broker.rules import RuleSet
+from governed_broker.cognition.schema import DecisionReply
+from governed_broker.config.base import ConfigError
+from governed_broker.config.broker import GovernanceRules
+
+
+def rule(**overrides):
+    base = {
+        "id": "r1", "category": "thinking", "actions": ["do_nothing"],
+        "when": {"threat": ["VH"]}, "severity": {"strict": "ERROR", "relaxed": "WARNING"},
+        "message": "Threat $threat with $action.",
+    }
+    base.update(overrides)
+    return base
+
+
+def proposal(threat="M", coping="M", action="do_nothing") -> DecisionReply:
+    return DecisionReply.model_validate({
+        "threat_appraisal": {"label": threat, "reason": ""},
+        "coping_appraisal": {"label": coping, "reason": ""}, "decision": action, "reason": ""})
+
+
+def test_repository_table_loads_without_dead_zones_in_any_profile():
+    rules = governance_rules()
+    assert rules.dead_zones(registry().actions_by_tenure()) == []
+    for profile in ("strict", "relaxed", "disabled"):
+        RuleSet(rules, profile, registry())
+
+
+def test_spec4_strict_table_is_present():
+    by_id = {r.id: r for r in governance_rules().rules}
+    strict = {r.id: r.severity.strict for r in by_id.values()}
+    assert strict["high_threat_inaction"] == strict["very_high_threat_inaction"] == "ERROR"
+    assert by_id["high_threat_inaction"].when.coping == ["M", "H", "VH"]
+    assert strict["low_threat_elevation"] == strict["low_threat_relocation"] == "ERROR"
+    assert strict["low_coping_costly_action"] == "WARNING"
+    assert all(r.severity.disabled == "off" for r in by_id.values())
+
+
+def test_lineage_pre_v22_table_is_rejected_as_a_dead_zone():
+    data = copy.deepcopy(AGENT_TYPES["governance"])
+    for r in data["rules"]:
+        if r["id"] == "low_coping_costly_action":
+            r["severity"]["strict"] = "ERROR"
+        if r["id"] == "fatalistic_inaction":
+            r["severity"]["strict"] = "ERROR"
+    rules = GovernanceRules.model_validate(data)
+    with pytest.raises(ConfigError, match=r"dead zone.*threat H and coping L may only"):
+        RuleSet(rules, "strict", registry())
+    RuleSet(rules, "relaxed", registry())  # the relaxed column is still fine
+    data["dead_zone_check"] = "warn"
+    RuleSet(GovernanceRules.model_validate(data), "strict", registry())
+
+
+def test_unknown_action_or_field_is_a_config_error():
+    with pytest.raises(ConfigError, match="unknown action"):
+        RuleSet(GovernanceRules.model_validate({"rules": [rule(actions=["swim"])]}),
+                "strict", registry())
+    bad_field = rule(when={"state": {"wealth": {"gt": 1}}})
+    with pytest.raises(ConfigError, match="unknown state field 'wealth'"):
+        RuleSet(GovernanceRules.model_validate({"rules": [bad_field]}), "strict", registry())
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"message": "Hello $name"}, "unknown placeholder"),
+        ({"message": "Costs $5"}, "not a valid"),
+        ({"when": {}}, "at least one test"),
+        ({"when": {"threat": ["HIGH"]}}, "threat"),
+        ({"severity": {"strict": "FATAL", "relaxed": "off"}}, "strict"),
+        ({"id": "Bad Id"}, "id"),
+        ({"when": {"state": {"savings_usd": {}}}}, "at least one of gt"),
+    ],
+)
+def test_malformed_rules_are_rejected(change, match):
+    with pytest.raises(ValidationError, match=match):
+        GovernanceRules.model_validate({"rules": [rule(**change)]})
+
+
+def test_duplicate_ids_are_rejected():
+    with pytest.raises(ValidationError, match="duplicate"):
+        GovernanceRules.model_validate({"rules": [rule(), rule()]})
+
+
+def test_unquoted_yaml_off_is_accepted():
+    data = yaml.safe_load("rules:\n- id: r1\n  category: social\n  actions: [do_nothing]\n"
+                          "  when: {threat: [H]}\n  severity: {strict: WARNING, relaxed: off}\n"
+                          "  message: m\n")
+    assert GovernanceRules.model_validate(data).rules[0].severity.relaxed == "off"
+
+
+def test_condition_language_state_tests():
+    rules = GovernanceRules.model_validate({"rules": [
+        rule(id="eq", when={"state": {"tenure": "renter"}}),
+        rule(id="member", when={"state": {"flood_zone": ["high", "medium"]}}),
+        rule(id="num", when={"state": {"savings_usd": {"ge": 1000, "lt": 5000}}}),
+        rule(id="dotted", when={"state": {"neighbour_shares.elevated": {"gt": 0.5}}}),
+        rule(id="missing_key", when={"state": {"extra.grant": True}}),
+        rule(id="labels", when={"threat": ["H"], "coping": ["VL", "L"]}),
+        rule(id="afford", when={"affordable": False}),
+    ]})
+    rs = RuleSet(rules, "strict", registry())
+    s = make_situation(tenure="renter", savings_usd=2000.0,
+                       neighbour_shares={"insured": 0, "elevated": 0.6, "relocated": 0})
+    fired = {o.rule_id for o in rs.evaluate(s, proposal("H", "L")) if o.fired}
+    assert fired == {"eq", "member", "num", "dotted", "labels"}
+    s2 = make_situation(flood_zone="low", savings_usd=5000.0,
+                        affordable={"do_nothing": False})
+    fired2 = {o.rule_id for o in rs.evaluate(s2, proposal("H", "M")) if o.fired}
+    assert fired2 == {"afford"}
+
+
+def test_rules_only_evaluated_for_their_actions_and_profile():
+    rs = RuleSet(GovernanceRules.model_validate({"rules": [rule()]}), "relaxed", registry())
+    assert rs.evaluate(make_situation(), proposal("VH", action="buy_insurance")) == []
+    (outcome,) = rs.evaluate(make_situation(), proposal("VH"))
+    assert (outcome.severity, outcome.fired, outcome.message) == (
+        "WARNING", True, "Threat VH with do_nothing.")
+    disabled = RuleSet(GovernanceRules.model_validate({"rules": [rule()]}), "disabled",
+                       registry())
+    assert disabled.evaluate(make_situation(), proposal("VH")) == []

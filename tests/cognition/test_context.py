@@ -1,0 +1,170 @@
+"""The PMT context builder: section order, content, static prefix, budget, templates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from broker_helpers import PROMPTS, make_situation, registry
+
+from governed_broker.cognition.context import ContextBudgetError, ContextBuilder, flood_chance
+from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES, load_templates
+from governed_broker.config.base import ConfigError
+
+
+@dataclass
+class Memory:
+    id: str
+    year: float
+    content: str
+    fidelity: str = "detailed"
+    kind: str = "event"
+    importance: float = 1.0
+
+
+@dataclass
+class Chunk:
+    text: str
+    source: str
+
+
+class Knowledge:
+    def __init__(self, chunks):
+        self.chunks, self.seen = chunks, []
+
+    def chunks_for(self, situation):
+        self.seen.append(situation.agent_id)
+        return self.chunks
+
+
+def builder(**kw) -> ContextBuilder:
+    return ContextBuilder.from_dir(PROMPTS, registry().descriptions(), **kw)
+
+
+def user_text(prompt) -> str:
+    return prompt.messages[1]["content"]
+
+
+def test_sections_in_spec_order_and_static_system_message():
+    memories = (Memory("m1", 1, "Water filled my basement in the year-1 flood.", "summary"),)
+    p = builder(knowledge=Knowledge([Chunk("NFIP policies take 30 days to start.", "nfip.md#x")]))
+    a = p.build(make_situation(memories=memories))
+    b = builder().build(make_situation(agent_id=9, tenure="renter", flooded=False, year=5))
+    assert a.messages[0] == b.messages[0]  # identical system prefix for every household
+    assert a.messages[0]["role"] == "system" and "Protection Motivation" in a.messages[0][
+        "content"]
+    text = user_text(a)
+    markers = ["You own your home", "What you remember", "This year (year 3)", "Your neighbours",
+               "What you know about flood protection", "choose one of", "Reply with this JSON"]
+    positions = [text.index(m) for m in markers]
+    assert positions == sorted(positions)
+
+
+def test_situation_facts_and_costs_are_shown():
+    s = make_situation(payout_usd=30000.0, insured=True, savings_usd=20000.0,
+                       affordable={"do_nothing": True, "buy_insurance": True,
+                                   "elevate_house": False, "relocate": False})
+    text = user_text(builder().build(s))
+    for fact in ("0.80 m deep", "$45,000 of", "insurance paid $30,000", "savings are now $20,000",
+                 "flood insurance in force", "has not been elevated", "1 in 100 (1%)",
+                 "30% of them had flood insurance", "flooded once", "this year"):
+        assert fact in text, fact
+    assert "elevate_house: Raise the house" in text and "$30,000 (more than your savings" in text
+    assert "buy_insurance: Buy (or renew)" in text and "$1,200." in text
+    assert "do_nothing: Take no new protective action this year. Cost to you this year: nothing."\
+        in text
+
+
+def test_renter_sees_only_allowed_actions_and_no_elevation_status():
+    p = builder().build(make_situation(tenure="renter"))
+    text = user_text(p)
+    assert "You rent your home" in text and "elevate_house" not in text
+    assert "elevated." not in text.split("Your neighbours")[0]
+    assert p.json_schema["properties"]["decision"]["enum"] == [
+        "do_nothing", "buy_insurance", "relocate"]
+
+
+def test_memories_show_years_and_fidelity_and_are_bounded():
+    memories = tuple(Memory(f"m{i}", i, f"Memory number {i}.", f) for i, f in
+                     enumerate(["detailed", "summary", "gist", "detailed"], start=1))
+    p = builder(max_memories=3).build(make_situation(memories=memories))
+    text = user_text(p)
+    assert "- Year 1: Memory number 1." in text
+    assert "- Year 2 (in outline): Memory number 2." in text
+    assert "- Year 3 (a faded memory): Memory number 3." in text
+    assert "Memory number 4" not in text
+    assert p.memory_ids == ("m1", "m2", "m3")
+
+
+def test_memory_text_at_current_fidelity_is_used():
+    class Item(Memory):
+        def text(self):
+            return "a short gist"
+
+    p = builder().build(make_situation(memories=(Item("m1", 2, "long detailed text", "gist"),)))
+    assert "a short gist" in user_text(p) and "long detailed" not in user_text(p)
+
+
+def test_no_memories_and_no_knowledge():
+    text = user_text(builder().build(make_situation()))
+    assert "You have no particular memories" in text
+    assert "What you know" not in text
+
+
+def test_knowledge_from_extra_and_provider():
+    kb = Knowledge([Chunk("Heading\n\nElevation grants cover 75%.", "grants.md#FMA")])
+    s = make_situation(extra={"knowledge_facts": ["Insurance pays after damage."],
+                              "heuristics": [{"description": "insure after a flood",
+                                              "success_rate": 0.8}]})
+    p = builder(knowledge=kb).build(s)
+    text = user_text(p)
+    assert "- Insurance pays after damage." in text
+    assert "insure after a flood (it has worked out 80% of the time)" in text
+    assert "Heading Elevation grants cover 75%. (source: grants.md#FMA)" in text
+    assert p.knowledge_sources == ("grants.md#FMA",) and kb.seen == [7]
+
+
+def test_no_base_rate_nudges_in_templates():
+    text = (Path(PROMPTS) / "household.yaml").read_text().lower()
+    body = text.split("\nsystem:", 1)[1]
+    for nudge in ("most people", "most households", "uncommon", "typically", "usually"):
+        assert nudge not in body
+
+
+def test_hash_is_stable_and_changes_with_content():
+    a = builder().build(make_situation())
+    assert a.context_hash == builder().build(make_situation()).context_hash
+    assert a.context_hash != builder().build(make_situation(savings_usd=1.0)).context_hash
+
+
+def test_token_budget_error_names_household_and_setting():
+    with pytest.raises(ContextBudgetError, match="household 7 in year 3.*token_budget"):
+        builder(token_budget=200).build(make_situation())
+
+
+def test_feedback_messages():
+    b = builder()
+    text = b.feedback_governance([("r1", "Message one."), ("r2", "Message two.")])
+    assert "- [r1] Message one.\n- [r2] Message two." in text
+    assert "could not be read: bad json." in b.feedback_format("bad json.")
+
+
+def test_flood_chance_wording():
+    assert flood_chance(0.01) == "1 in 100 (1%)"
+    assert flood_chance(0.002) == "1 in 500 (0.2%)"
+    assert flood_chance(0.0) == "close to zero"
+
+
+def test_template_errors_name_file_and_key(tmp_path):
+    text = (Path(PROMPTS) / "household.yaml").read_text()
+    (tmp_path / "household.yaml").write_text(text.replace("$flood_zone flood zone. The",
+                                                          "$flood_zon flood zone. The", 1))
+    with pytest.raises(ConfigError, match="identity_owner.*unknown placeholder.*flood_zon"):
+        load_templates(tmp_path / "household.yaml", HOUSEHOLD_TEMPLATES,
+                       frozenset({"trust_words"}))
+    (tmp_path / "household.yaml").write_text("system: hi\n")
+    with pytest.raises(ConfigError, match="missing key"):
+        ContextBuilder.from_dir(tmp_path, {})
+    with pytest.raises(ConfigError, match="not found"):
+        ContextBuilder.from_dir(tmp_path / "nowhere", {})

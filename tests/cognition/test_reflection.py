@@ -1,0 +1,189 @@
+"""Reflection with a scripted backend and a small fake memory engine."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from broker_helpers import PROMPTS, read_jsonl
+
+from governed_broker.cognition.reflection import (
+    ReflectionEngine,
+    ReflectionTarget,
+    parse_insights,
+)
+from governed_broker.config.broker import ReflectionConfig
+from governed_broker.llm.scripted import ScriptedBackend
+from governed_broker.seeding import child_seed
+
+
+@dataclass
+class Item:
+    id: str
+    year: float
+    content: str
+    kind: str = "event"
+    importance: float = 0.5
+
+
+@dataclass
+class FakeEngine:
+    """The two methods reflection uses: ``items()`` and ``add_insight(content, year)``."""
+
+    stored: list = field(default_factory=list)
+    memories: list = field(default_factory=list)
+
+    def items(self):
+        return list(self.memories)
+
+    def add_insight(self, content, year):
+        item = Item(f"i{len(self.stored)}", year, content, "insight", 10.0)
+        self.stored.append(item)
+        return item
+
+
+INSIGHTS = {"insights": ["I live where floods reach my home.", "Insurance paid for most damage.",
+                         "My neighbours are elevating."]}
+
+
+def engine(backend, tmp_path=None, **cfg) -> ReflectionEngine:
+    config = ReflectionConfig(enabled=True, **cfg)
+    return ReflectionEngine.from_dir(
+        PROMPTS, backend, config, seed=5, run_id="r",
+        log_path=(tmp_path / "reflections.jsonl") if tmp_path else None)
+
+
+def target(agent_id: int, memories: list, tenure: str = "owner") -> ReflectionTarget:
+    return ReflectionTarget(agent_id, tenure, "high", FakeEngine(memories=memories))
+
+
+def year3_memories():
+    return [Item("m1", 3, "A flood put 0.8 m of water in my home.", importance=1.0),
+            Item("m2", 3, "I bought flood insurance.", "decision", 0.8),
+            Item("m3", 2, "Last year was calm."),
+            Item("m4", 3, "An old lesson.", "insight", 10.0)]
+
+
+def test_insights_are_stored_with_the_year_and_logged(tmp_path):
+    backend = ScriptedBackend([(r"end of\s+year 3", INSIGHTS)], name="reflect")
+    eng = engine(backend, tmp_path)
+    t = target(4, year3_memories())
+    records = eng.reflect([t], 3)
+    eng.close()
+    assert [i.content for i in t.engine.stored] == INSIGHTS["insights"]
+    assert all(i.year == 3 for i in t.engine.stored)
+    prompt = backend.calls[0].messages[1]["content"]
+    assert "0.8 m of water" in prompt and "bought flood insurance" in prompt
+    assert "Last year was calm" not in prompt and "An old lesson" not in prompt
+    assert prompt.index("0.8 m of water") < prompt.index("bought flood")  # most important first
+    assert backend.calls[0].seed == child_seed(5, "reflection", 4, 3, 0)
+    assert backend.calls[0].json_schema["properties"]["insights"]["maxItems"] == 3
+    (line,) = read_jsonl(tmp_path / "reflections.jsonl")
+    assert line == json.loads(json.dumps(records[0]))
+    assert line["status"] == "ok" and line["memory_ids"] == ["m1", "m2"]
+    assert line["insight_ids"] == ["i0", "i1", "i2"]
+
+
+def test_household_without_memories_of_the_year_is_skipped_without_a_call():
+    backend = ScriptedBackend([(r".", INSIGHTS)])
+    t = target(1, [Item("m3", 2, "Last year was calm.")])
+    (record,) = engine(backend).reflect([t], 3)
+    assert record["status"] == "skipped" and backend.calls == [] and t.engine.stored == []
+
+
+def test_unparseable_reflection_is_recorded_and_stores_nothing():
+    backend = ScriptedBackend([(r".", "I learned a lot this year.")])
+    t = target(1, year3_memories())
+    (record,) = engine(backend, max_parse_retries=1).reflect([t], 3)
+    assert record["status"] == "parse_failed" and len(record["attempts"]) == 2
+    assert t.engine.stored == []
+    assert "could not be read" in backend.calls[1].messages[-1]["content"]
+
+
+def test_format_retry_recovers():
+    backend = ScriptedBackend([(r"could not be read", INSIGHTS), (r".", "no json")])
+    t = target(1, year3_memories())
+    (record,) = engine(backend).reflect([t], 3)
+    assert record["status"] == "ok" and len(t.engine.stored) == 3
+
+
+def test_insights_stored_in_agent_order_whatever_the_input_order():
+    order = []
+
+    class Recording(FakeEngine):
+        def add_insight(self, content, year):
+            order.append(self.name)
+            return super().add_insight(content, year)
+
+    targets = []
+    for agent_id in (9, 2, 5):
+        e = Recording(memories=year3_memories())
+        e.name = agent_id
+        targets.append(ReflectionTarget(agent_id, "renter", "low", e))
+    records = engine(ScriptedBackend([(r".", INSIGHTS)])).reflect(targets, 3)
+    assert [r["agent_id"] for r in records] == [2, 5, 9]
+    assert order == [2, 2, 2, 5, 5, 5, 9, 9, 9]
+
+
+def test_interval_and_switch():
+    backend = ScriptedBackend([(r".", INSIGHTS)])
+    assert [engine(backend, interval_years=2).due(y) for y in (1, 2, 3, 4)] == [
+        False, True, False, True]
+    off = ReflectionEngine.from_dir(PROMPTS, backend, ReflectionConfig(enabled=False), seed=1)
+    assert not off.due(1)
+
+
+def test_targets_skip_households_without_memory_or_inactive():
+    mem = SimpleNamespace(engine=FakeEngine())
+    agents = [
+        SimpleNamespace(unique_id=3, tenure="owner", flood_zone="high", active=True, memory=mem),
+        SimpleNamespace(unique_id=1, tenure="owner", flood_zone="high", active=True, memory=None),
+        SimpleNamespace(unique_id=2, tenure="renter", flood_zone="low", active=False, memory=mem),
+    ]
+    targets = ReflectionEngine.targets(SimpleNamespace(agents=agents))
+    assert [(t.agent_id, t.engine) for t in targets] == [(3, mem.engine)]
+
+
+def test_parse_insights_repairs():
+    insights, repairs, error = parse_insights(
+        '```json\n{"insights": ["a", "b", "c", "d",]}\n```', 3, 100)
+    assert error is None and insights == ["a", "b", "c"]
+    assert repairs == ["removed a markdown code fence", "removed trailing comma(s)",
+                       "kept the first 3 of 4 insights"]
+    insights, repairs, _ = parse_insights('{"insights": ["' + "x" * 50 + '"]}', 3, 10)
+    assert insights == ["x" * 10] and "only 1 of 3 insights given" in repairs
+    assert parse_insights('{"insights": []}', 3, 10)[2] == "the 'insights' list holds no text"
+    assert parse_insights('{"lessons": ["a"]}', 3, 10)[2].startswith("the reply has no list")
+
+
+def test_with_the_real_memory_engine_through_the_broker(tmp_path):
+    """Broker.end_year -> reflection -> insights in a HumanCentricMemoryEngine (importance 10),
+    retrieved in a later year's decision prompt."""
+    from broker_helpers import FIRST, make_broker, make_situation, reply
+
+    from governed_broker.memory import HumanCentricMemoryEngine
+    from governed_broker.seeding import child_rng
+
+    mem = HumanCentricMemoryEngine(rng=child_rng(1, "agent", 7, "memory"), agent_id=7)
+    mem.add("A flood destroyed my kitchen and I lost $40,000.", 2)
+    mem.add("I decided to buy flood insurance.", 2, kind="decision")
+    agent = SimpleNamespace(unique_id=7, tenure="owner", flood_zone="high", active=True,
+                            memory=SimpleNamespace(engine=mem))
+    model = SimpleNamespace(agents=[agent])
+
+    broker, backend = make_broker([(r"end of\s+year 2", INSIGHTS), (FIRST, reply("H", "M",
+                                   "buy_insurance"))])
+    broker.reflection = engine(backend, tmp_path)
+    broker.end_year(model, 2)
+    mem.end_year(2)
+    insights = mem.insights()
+    assert [i.content for i in insights] == INSIGHTS["insights"]
+    assert all(i.importance == 10 and i.year == 2 for i in insights)
+    retrieved = tuple(mem.retrieve(5))
+    (d,) = broker.decide([make_situation(year=5, memories=retrieved)])
+    prompt = backend.calls[-1].messages[1]["content"]
+    assert "- A lesson you drew in year 2: I live where floods reach my home." in prompt
+    assert set(d.audit["memory_ids"]) >= {i.id for i in insights}
+    broker.close()
+    assert read_jsonl(tmp_path / "reflections.jsonl")[0]["status"] == "ok"
