@@ -1,0 +1,154 @@
+"""PMT coherence of decisions: the irrational-behaviour rate.
+
+Protection Motivation Theory expects a household that appraises the flood threat as high to
+act, and one that appraises it as low not to take drastic, costly measures. A decision is
+*PMT-incoherent* ("irrational") when
+
+* ``threat_label`` is ``H`` or ``VH`` and the action is ``do_nothing`` (high-threat inaction), or
+* ``threat_label`` is ``VL`` or ``L`` and the action is ``elevate_house`` or ``relocate``
+  (low-threat extreme action).
+
+The rate is computed separately on *executed* actions (``executed_action``: what the world
+did, after governance and feasibility checks) and on *proposed* actions (``proposed_action``:
+the decision maker's first proposal). The prior lineage mixed the two; we never do. The
+denominator is the number of household-years that have both a threat label and the action in
+question (parse failures without a proposal are excluded from the proposed rate).
+
+A proposal is judged with the threat label the decision maker gave *with that proposal*. The
+agent table's ``threat_label`` comes from the final reply, which after a governance retry can
+differ from the first one; so with a broker audit (``decisions.jsonl``) the proposed rate takes
+label and action from the first parsed attempt of each decision. Without an audit (baseline:
+one reply per decision) the table's columns are used. The ``labels`` column says which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import pandas as pd
+
+from governed_broker.analysis._grouping import as_columns
+from governed_broker.analysis.errors import AnalysisInputError
+from governed_broker.analysis.version import stamp
+
+HIGH_THREAT = frozenset({"H", "VH"})
+LOW_THREAT = frozenset({"VL", "L"})
+EXTREME_ACTIONS = frozenset({"elevate_house", "relocate"})
+INACTION = "do_nothing"
+
+
+def incoherent_flags(agents: pd.DataFrame, on: Literal["executed", "proposed"]) -> pd.DataFrame:
+    """Per-row flags: ``evaluable``, ``high_threat_inaction``, ``low_threat_extreme``.
+
+    Args:
+        agents: Typed agent table.
+        on: ``"executed"`` (``executed_action``) or ``"proposed"`` (``proposed_action``).
+    """
+    if on not in ("executed", "proposed"):
+        raise ValueError(f"on must be 'executed' or 'proposed', got {on!r}")
+    action = agents[f"{on}_action"]
+    label = agents["threat_label"]
+    evaluable = (action.notna() & label.notna()).astype(bool)
+    high = (label.isin(HIGH_THREAT) & (action == INACTION)).fillna(False).astype(bool)
+    low = (label.isin(LOW_THREAT) & action.isin(EXTREME_ACTIONS)).fillna(False).astype(bool)
+    return pd.DataFrame(
+        {
+            "evaluable": evaluable,
+            "high_threat_inaction": high & evaluable,
+            "low_threat_extreme": low & evaluable,
+        },
+        index=agents.index,
+    )
+
+
+def first_proposals(decisions: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Action and threat label of the first parsed attempt of every audited decision.
+
+    Returns:
+        ``year, agent_id, proposed_action, threat_label`` (both None when no attempt parsed).
+    """
+    rows = []
+    for number, record in enumerate(decisions, start=1):
+        attempts = record.get("attempts")
+        if not isinstance(attempts, list) or "year" not in record or "agent_id" not in record:
+            raise AnalysisInputError(
+                f"decisions.jsonl record {number}: needs 'year', 'agent_id' and 'attempts'"
+            )
+        parsed = next((a["parsed"] for a in attempts if a.get("parsed")), None)
+        rows.append(
+            {
+                "year": int(record["year"]),
+                "agent_id": int(record["agent_id"]),
+                "proposed_action": parsed.get("decision") if parsed else None,
+                "threat_label": (parsed.get("threat_appraisal") or {}).get("label")
+                if parsed
+                else None,
+            }
+        )
+    return pd.DataFrame(rows, columns=["year", "agent_id", "proposed_action", "threat_label"])
+
+
+def _with_audited_proposals(
+    agents: pd.DataFrame, decisions: Iterable[Mapping[str, Any]]
+) -> pd.DataFrame:
+    first = first_proposals(decisions).set_index(["year", "agent_id"])
+    keys = pd.MultiIndex.from_arrays(
+        [agents["year"].astype(int), agents["agent_id"].astype(int)], names=["year", "agent_id"]
+    )
+    missing = keys.difference(first.index)
+    if len(missing):
+        year, agent_id = missing[0]
+        raise AnalysisInputError(
+            f"decisions.jsonl has no record for household {agent_id} in year {year}"
+        )
+    out = agents.copy()
+    aligned = first.reindex(keys)
+    out["proposed_action"] = aligned["proposed_action"].astype("str").to_numpy()
+    out["threat_label"] = aligned["threat_label"].astype("str").to_numpy()
+    return out
+
+
+def irrational_behaviour_rate(
+    agents: pd.DataFrame,
+    on: Literal["executed", "proposed"] = "executed",
+    by: Sequence[str] | str | None = None,
+    decisions: Iterable[Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
+    """Share of PMT-incoherent decisions (see module docstring), overall or by group.
+
+    Args:
+        agents: Typed agent table.
+        on: Which action to judge: ``"executed"`` or ``"proposed"``.
+        by: Optional grouping column(s), e.g. ``"year"`` or ``["year", "tenure"]``.
+        decisions: ``decisions.jsonl`` records; for ``on="proposed"`` the first parsed
+            attempt's action and threat label are used (see module docstring).
+
+    Returns:
+        One row per group (a single row without ``by``): ``n_evaluated`` (decisions with a
+        threat label and an action), ``n_high_threat_inaction``, ``n_low_threat_extreme``,
+        ``n_irrational`` (their sum) and ``rate`` = n_irrational / n_evaluated (fraction 0..1;
+        NaN when nothing is evaluable).
+    """
+    keys = as_columns(by)
+    audited = on == "proposed" and decisions is not None
+    if audited:
+        agents = _with_audited_proposals(agents, decisions)
+    flags = incoherent_flags(agents, on)
+    frame = pd.concat([agents[keys], flags.astype(int)], axis=1)
+    if keys:
+        counts = frame.groupby(keys, observed=True).sum()
+    else:
+        counts = frame.sum().to_frame().T
+    counts = counts.rename(
+        columns={
+            "evaluable": "n_evaluated",
+            "high_threat_inaction": "n_high_threat_inaction",
+            "low_threat_extreme": "n_low_threat_extreme",
+        }
+    )
+    counts["n_irrational"] = counts["n_high_threat_inaction"] + counts["n_low_threat_extreme"]
+    counts["rate"] = counts["n_irrational"] / counts["n_evaluated"].where(counts["n_evaluated"] > 0)
+    counts.insert(0, "actions", on)
+    counts.insert(1, "labels", "decisions.jsonl:first_parsed" if audited else "agents_yearly.csv")
+    return stamp(counts.reset_index(drop=not keys))

@@ -1,0 +1,307 @@
+"""Fit of a run to empirical targets (``configs/benchmarks.yaml``) and failure signatures.
+
+Each target names a *measure* (below), a range [low, high] and a weight. A target is
+``in_range``, ``out_of_range`` or ``not_computable`` (the model does not produce the data, or
+there is no household-year to measure it on). The score is the weighted share of computable
+targets in range::
+
+    score = sum(weight * in_range) / sum(weight over computable targets)
+
+(the lineage's "EPI"). Targets that cannot be computed never count as passed or failed.
+
+Measures (fractions 0..1; "end" = active, non-relocated households after execution in the last
+simulated year):
+
+================================  ============================================================
+``insured_share_sfha_end``        insured share of end households in ``sfha_zones``
+``insured_share_end``             insured share of end households, all zones
+``elevated_share_end``            elevated share of end households
+``relocated_share_end``           relocated share of the initial population by the last year
+``post_flood_inaction``           executed ``do_nothing`` share of flooded household-years
+``mg_nmg_gap``                    ever-adapted share of non-marginalised minus marginalised
+                                  households (needs a boolean ``marginalised`` column)
+``repetitive_loss_uninsured``     uninsured share of end households with >= 2 floods
+``annual_lapse``                  share of household-years with a policy in force
+                                  (``insured_before``) that did not renew (not relocating)
+================================  ============================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from governed_broker.analysis.errors import AnalysisInputError
+from governed_broker.analysis.trajectories import household_states
+from governed_broker.analysis.version import METRIC_VERSION
+from governed_broker.config.base import StrictModel
+
+DEFAULT_BENCHMARKS = Path(__file__).resolve().parents[2] / "configs" / "benchmarks.yaml"
+
+
+class Target(StrictModel):
+    """One empirical target."""
+
+    id: str
+    name: str
+    measure: str
+    range: tuple[float, float]
+    weight: float = Field(gt=0)
+    source: str = Field(min_length=1)
+    requires: str | None = None
+
+    @model_validator(mode="after")
+    def _check_range(self) -> Target:
+        low, high = self.range
+        if not 0 <= low <= high <= 1:
+            raise ValueError(f"range must satisfy 0 <= low <= high <= 1, got {list(self.range)}")
+        if self.measure not in MEASURES:
+            raise ValueError(f"unknown measure {self.measure!r}; known: {sorted(MEASURES)}")
+        return self
+
+
+class Signature(StrictModel):
+    """A failure signature: a target's range crossed on one side, or a saturation level."""
+
+    description: str
+    target: str | None = None
+    side: Literal["above", "below", "outside"] | None = None
+    saturation_share: float | None = Field(default=None, gt=0, le=1)
+    source: str | None = None
+
+
+class BenchmarkSet(StrictModel):
+    """The contents of ``configs/benchmarks.yaml``."""
+
+    version: str
+    pass_mark: float = Field(ge=0, le=1)
+    pass_mark_source: str
+    sfha_zones: list[str]
+    targets: list[Target]
+    failure_signatures: dict[str, Signature] = {}
+
+    @model_validator(mode="after")
+    def _check_references(self) -> BenchmarkSet:
+        ids = [t.id for t in self.targets]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"target ids must be unique, got {ids}")
+        for name, sig in self.failure_signatures.items():
+            if sig.target is not None and sig.target not in ids:
+                raise ValueError(f"failure_signatures.{name}.target {sig.target!r} is not a target")
+            if (sig.target is None) == (sig.saturation_share is None):
+                raise ValueError(f"failure_signatures.{name}: give target+side or saturation_share")
+        return self
+
+
+def load_benchmarks(path: Path | str | None = None) -> BenchmarkSet:
+    """Load and validate a benchmarks YAML (default: the repository's configs/benchmarks.yaml)."""
+    path = Path(path) if path is not None else DEFAULT_BENCHMARKS
+    if not path.is_file():
+        raise AnalysisInputError(f"{path}: benchmarks file not found; pass --benchmarks FILE")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return BenchmarkSet.model_validate(data)
+    except yaml.YAMLError as exc:
+        raise AnalysisInputError(f"{path}: not valid YAML ({exc})") from exc
+    except ValidationError as exc:
+        raise AnalysisInputError(f"{path}: invalid benchmarks file:\n{exc}") from exc
+
+
+@dataclass(frozen=True)
+class MeasureValue:
+    """A measured value with its denominator, or the reason it cannot be computed."""
+
+    value: float | None
+    n: int
+    note: str = ""
+
+
+def _end_households(agents: pd.DataFrame) -> pd.DataFrame:
+    last = agents[agents["year"] == agents["year"].max()]
+    return last[~last["relocated_after"].astype(bool)]
+
+
+def _share(mask: pd.Series, what: str) -> MeasureValue:
+    if len(mask) == 0:
+        return MeasureValue(None, 0, f"no {what}")
+    return MeasureValue(float(mask.astype(bool).mean()), int(len(mask)))
+
+
+def _insured_share_sfha_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    end = _end_households(agents)
+    end = end[end["flood_zone"].isin(bench.sfha_zones)]
+    return _share(end["insured_after"], f"end households in SFHA zones {bench.sfha_zones}")
+
+
+def _insured_share_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    return _share(_end_households(agents)["insured_after"], "end households")
+
+
+def _elevated_share_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    return _share(_end_households(agents)["elevated_after"], "end households")
+
+
+def _relocated_share_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    states = household_states(agents)
+    last = states[states["year"] == states["year"].max()]
+    return _share(last["state"] == "relocated", "households")
+
+
+def _post_flood_inaction(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    flooded = agents[agents["flooded"].astype(bool)]
+    return _share(flooded["executed_action"] == "do_nothing", "flooded household-years")
+
+
+def _mg_nmg_gap(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    if "marginalised" not in agents.columns:
+        return MeasureValue(None, 0, "needs a 'marginalised' household attribute (not produced)")
+    states = household_states(agents)
+    last = states[states["year"] == states["year"].max()]
+    adapted = (last["ever_insured"] | last["ever_elevated"] | last["ever_relocated"]).to_numpy()
+    first = agents[agents["year"] == agents["year"].min()].set_index("agent_id")
+    marginalised = first.loc[last["agent_id"], "marginalised"].astype(bool).to_numpy()
+    if marginalised.all() or not marginalised.any():
+        return MeasureValue(None, len(last), "needs both MG and NMG households")
+    gap = adapted[~marginalised].mean() - adapted[marginalised].mean()
+    return MeasureValue(float(gap), int(len(last)))
+
+
+def _repetitive_loss_uninsured(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    end = _end_households(agents)
+    repeated = end[end["floods_experienced"] >= 2]
+    return _share(~repeated["insured_after"].astype(bool), "end households with >= 2 floods")
+
+
+def _annual_lapse(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    rows = agents[agents["insured_before"].astype(bool) & ~agents["relocated_after"].astype(bool)]
+    return _share(~rows["insured_after"].astype(bool), "household-years with a policy in force")
+
+
+MEASURES: dict[str, Callable[[pd.DataFrame, BenchmarkSet], MeasureValue]] = {
+    "insured_share_sfha_end": _insured_share_sfha_end,
+    "insured_share_end": _insured_share_end,
+    "elevated_share_end": _elevated_share_end,
+    "relocated_share_end": _relocated_share_end,
+    "post_flood_inaction": _post_flood_inaction,
+    "mg_nmg_gap": _mg_nmg_gap,
+    "repetitive_loss_uninsured": _repetitive_loss_uninsured,
+    "annual_lapse": _annual_lapse,
+}
+
+
+@dataclass
+class BenchmarkFit:
+    """The fit of one run to a benchmark set.
+
+    Attributes:
+        table: One row per target: ``id, name, measure, value, low, high, weight, status, n,
+            note, source`` (status: in_range / out_of_range / not_computable).
+        score: Weighted share of computable targets in range (None when none is computable).
+        computable_weight: Sum of the weights of computable targets.
+        passed: ``score >= pass_mark`` (None when the score is None).
+        flags: One row per failure signature: ``signature, flagged, value, description``
+            (flagged is None when the underlying measure cannot be computed).
+        benchmarks_version / metric_version: versions of the targets and of the definitions.
+    """
+
+    table: pd.DataFrame
+    score: float | None
+    computable_weight: float
+    pass_mark: float
+    passed: bool | None
+    flags: pd.DataFrame
+    benchmarks_version: str
+    metric_version: str = METRIC_VERSION
+
+
+def _status(value: float | None, low: float, high: float) -> str:
+    if value is None:
+        return "not_computable"
+    return "in_range" if low <= value <= high else "out_of_range"
+
+
+def _saturation(agents: pd.DataFrame, level: float) -> tuple[bool | None, float | None]:
+    owners = agents[(agents["tenure"] == "owner") & ~agents["relocated_after"].astype(bool)]
+    if owners.empty:
+        return None, None
+    peak = float(owners.groupby("year")["elevated_after"].mean().max())
+    return peak >= level, peak
+
+
+def _flags(agents: pd.DataFrame, bench: BenchmarkSet, table: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    by_id = table.set_index("id")
+    for name, sig in bench.failure_signatures.items():
+        if sig.saturation_share is not None:
+            flagged, value = _saturation(agents, sig.saturation_share)
+        else:
+            target = by_id.loc[sig.target]
+            value = None if pd.isna(target["value"]) else float(target["value"])
+            if value is None:
+                flagged = None
+            elif sig.side == "above":
+                flagged = value > target["high"]
+            elif sig.side == "below":
+                flagged = value < target["low"]
+            else:
+                flagged = not target["low"] <= value <= target["high"]
+        rows.append(
+            {"signature": name, "flagged": flagged, "value": value, "description": sig.description}
+        )
+    return pd.DataFrame(rows, columns=["signature", "flagged", "value", "description"])
+
+
+def fit_to_benchmarks(agents: pd.DataFrame, bench: BenchmarkSet | None = None) -> BenchmarkFit:
+    """Measure every target on one run's agent table and score the fit.
+
+    Args:
+        agents: Typed agent table of one run.
+        bench: Benchmarks (default: ``load_benchmarks()``).
+    """
+    bench = bench or load_benchmarks()
+    rows = []
+    for target in bench.targets:
+        measured = MEASURES[target.measure](agents, bench)
+        note = measured.note
+        if target.requires and measured.value is None:
+            note = f"requires {target.requires}"
+        low, high = target.range
+        rows.append(
+            {
+                "id": target.id,
+                "name": target.name,
+                "measure": target.measure,
+                "value": measured.value,
+                "low": low,
+                "high": high,
+                "weight": target.weight,
+                "status": _status(measured.value, low, high),
+                "n": measured.n,
+                "note": note,
+                "source": target.source,
+            }
+        )
+    table = pd.DataFrame(rows)
+    table["value"] = table["value"].astype(float)
+    computable = table[table["status"] != "not_computable"]
+    weight = float(computable["weight"].sum())
+    score = (
+        float(computable.loc[computable["status"] == "in_range", "weight"].sum() / weight)
+        if weight > 0
+        else None
+    )
+    return BenchmarkFit(
+        table=table,
+        score=score,
+        computable_weight=weight,
+        pass_mark=bench.pass_mark,
+        passed=None if score is None else score >= bench.pass_mark,
+        flags=_flags(agents, bench, table),
+        benchmarks_version=bench.version,
+    )

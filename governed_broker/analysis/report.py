@@ -1,0 +1,216 @@
+"""Self-contained HTML report of a run or a sweep directory.
+
+The HTML has no external references: figures are embedded as base64 PNG ``<img>`` data URIs,
+tables are plain HTML, the manifest is shown as JSON. Every report states the metric version
+and the benchmarks version it was computed with. The file is written atomically (a temporary
+file in the same directory, then renamed), so a failed report never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from governed_broker import __version__
+from governed_broker.analysis.benchmarks import BenchmarkFit, BenchmarkSet, load_benchmarks
+from governed_broker.analysis.loaders import is_sweep_dir, load_run, load_sweep
+from governed_broker.analysis.plots import (
+    figure_to_png,
+    plot_governance,
+    plot_group_bands,
+    plot_label_distribution,
+    plot_losses,
+    plot_sobol,
+    plot_trajectories,
+)
+from governed_broker.analysis.replicates import summarise_replicates
+from governed_broker.analysis.sensitivity import OUTCOMES, run_outcomes, sobol_indices
+from governed_broker.analysis.summary import summarise_run
+from governed_broker.analysis.version import METRIC_VERSION
+
+REPORT_FILE = "report.html"
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
+table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0 1.5em}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
+th{background:#f3f3f3}
+.in_range{background:#e5f5e0}.out_of_range{background:#fee0d2}.not_computable{color:#777}
+.flag{color:#b30000;font-weight:bold}
+pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:0.8em}
+img{max-width:100%}
+"""
+
+
+def _img(png: bytes, alt: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"></p>'
+
+
+def _table(frame: pd.DataFrame, digits: int = 3) -> str:
+    return frame.to_html(index=False, float_format=lambda v: f"{v:.{digits}f}", na_rep="",
+                         border=0, escape=True)
+
+
+def _fit_html(fit: BenchmarkFit) -> str:
+    rows = []
+    for r in fit.table.itertuples():
+        value = "" if pd.isna(r.value) else f"{r.value:.3f}"
+        cells = [r.id, r.name, value, f"{r.low:.2f}-{r.high:.2f}", f"{r.weight:g}",
+                 r.status.replace("_", " "), str(r.n), r.note, r.source]
+        tds = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+        rows.append(f'<tr class="{r.status}">{tds}</tr>')
+    head = "".join(f"<th>{h}</th>" for h in ("id", "target", "value", "range", "weight",
+                                             "status", "n", "note", "source"))
+    score = "no computable target" if fit.score is None else (
+        f"{fit.score:.3f} (pass mark {fit.pass_mark:.2f}: "
+        f"{'passed' if fit.passed else 'not passed'})"
+    )
+    flags = []
+    for f in fit.flags.itertuples():
+        if f.flagged is None or pd.isna(f.flagged):
+            state = "not computable"
+        else:
+            state = '<span class="flag">FLAGGED</span>' if f.flagged else "not flagged"
+        value = "" if f.value is None or pd.isna(f.value) else f" (value {f.value:.3f})"
+        flags.append(f"<li>{html.escape(f.signature)}: {state}{value} - "
+                     f"{html.escape(f.description)}</li>")
+    return (
+        f"<p>Benchmark score (weighted share of computable targets in range): {score}; "
+        f"computable weight {fit.computable_weight:g}. "
+        f"Benchmarks {html.escape(fit.benchmarks_version)}."
+        f"</p><table><tr>{head}</tr>{''.join(rows)}</table>"
+        f"<h3>Failure signatures</h3><ul>{''.join(flags)}</ul>"
+    )
+
+
+def _page(title: str, body: list[str]) -> str:
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        f"<p>governed_broker {__version__}; metric definitions {METRIC_VERSION}.</p>"
+        + "\n".join(body)
+        + "</body></html>"
+    )
+
+
+def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
+    """HTML text of the report of one run directory."""
+    run = load_run(path)
+    bench = bench or load_benchmarks()
+    s = summarise_run(run, bench)
+    head = pd.DataFrame([s.headline()])
+    infeasible = pd.DataFrame([s.infeasible])
+    body = [
+        "<h2>Headline</h2>", _table(head),
+        "<h2>Validation against empirical targets</h2>", _fit_html(s.fit),
+        "<h2>Adaptation trajectories</h2>",
+        _img(figure_to_png(plot_trajectories(s.trajectories, f"Adaptation states: {run.run_id}")),
+             "adaptation trajectories"),
+        _table(s.trajectories),
+    ]
+    for column, table in s.trajectories_by_group.items():
+        body += [f"<h3>By {column}</h3>", _table(table)]
+    body += [
+        "<h2>Damage, payouts, premiums, out-of-pocket (USD)</h2>",
+        _img(figure_to_png(plot_losses(s.losses)), "losses by year"),
+        _table(s.losses, 1),
+    ]
+    for column, table in s.losses_by_group.items():
+        body += [f"<h3>By {column}</h3>", _table(table, 1)]
+    body += [
+        "<h2>PMT appraisal labels</h2>",
+        _img(figure_to_png(plot_label_distribution(run.agents)), "TP/CP labels"),
+        "<h2>PMT coherence (irrational-behaviour rate)</h2>", _table(s.irrational_overall),
+        "<h3>Executed actions by year</h3>", _table(s.irrational_executed),
+        "<h3>Proposed actions by year</h3>", _table(s.irrational_proposed),
+        "<h2>Infeasible proposals</h2>", _table(infeasible),
+        "<h2>Governance workload</h2>",
+        _img(figure_to_png(plot_governance(s.workload)), "governance workload"),
+        _table(s.workload),
+        "<h2>Decision diversity (normalised entropy of executed actions)</h2>",
+        f"<p>All years pooled: {s.entropy_overall:.3f}</p>", _table(s.entropy),
+        "<h2>Manifest</h2>",
+        f"<pre>{html.escape(json.dumps(run.manifest, indent=2, sort_keys=True))}</pre>"
+        if run.manifest else "<p>No manifest.json in this run directory.</p>",
+    ]
+    return _page(f"Run report: {run.run_id}", body)
+
+
+def _sweep_groups(outcomes: pd.DataFrame, parameters: list[str]) -> str | None:
+    """A parameter with 2-6 distinct values to group the yearly bands by, if any."""
+    for p in parameters:
+        if 2 <= outcomes[p].nunique() <= 6:
+            return p
+    return None
+
+
+def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
+    """HTML text of the report of one sweep directory."""
+    sweep = load_sweep(path)
+    outcomes = run_outcomes(sweep)
+    numeric = [p for p in sweep.parameters if pd.api.types.is_numeric_dtype(sweep.runs[p])]
+    status = sweep.runs["status"].value_counts().rename_axis("status").reset_index()
+    body = [
+        f"<p>{len(sweep.runs)} completed runs; swept parameters: "
+        f"{html.escape(', '.join(sweep.parameters) or 'none')}.</p>",
+        "<h2>Runs</h2>", _table(status), _table(outcomes),
+    ]
+    group_by = _sweep_groups(outcomes, sweep.parameters)
+    model = sweep.model.merge(sweep.runs[["run_id", *sweep.parameters]], on="run_id")
+    for column, label in (("share_insured", "insured share"), ("share_elevated",
+                                                              "elevated share")):
+        long = model.rename(columns={column: "value"})[["run_id", "year", "value"]]
+        long["group"] = (
+            model[group_by].map(lambda v, p=group_by: f"{p}={v}") if group_by else "all runs"
+        )
+        summary = summarise_replicates(long)
+        fig = plot_group_bands(summary, label, f"{label} across runs (mean, 95% CI)")
+        body += [f"<h2>{label.capitalize()} by year</h2>", _img(figure_to_png(fig), label)]
+    if numeric:
+        body.append("<h2>Sensitivity (Sobol indices)</h2>")
+        for output in OUTCOMES:
+            if outcomes[output].nunique(dropna=True) < 2:
+                body.append(f"<p>{output}: constant across runs, no index computed.</p>")
+                continue
+            indices = sobol_indices(outcomes, numeric, output)
+            body += [_img(figure_to_png(plot_sobol(indices)), f"Sobol {output}"), _table(indices)]
+    return _page(f"Sweep report: {Path(path).name}", body)
+
+
+def write_report(
+    path: Path | str, out: Path | str | None = None, benchmarks: Path | str | None = None
+) -> Path:
+    """Write the HTML report of a run or sweep directory.
+
+    Args:
+        path: A run directory or a sweep directory (detected by ``sweep_runs.csv``).
+        out: Output HTML file (default: ``<path>/report.html``).
+        benchmarks: Benchmarks YAML (default: ``configs/benchmarks.yaml``).
+
+    Returns:
+        The path of the written file.
+    """
+    path = Path(path)
+    bench = load_benchmarks(benchmarks)
+    text = sweep_report_html(path, bench) if is_sweep_dir(path) else run_report_html(path, bench)
+    target = Path(out) if out is not None else path / REPORT_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+

@@ -1,0 +1,18 @@
+"""The version of the metric definitions in this package.
+
+Every table, report and benchmark result written by ``governed_broker.analysis`` carries this
+string, so numbers in a paper can be traced to the exact definitions that produced them. Bump
+it whenever the definition of any measure changes (not for refactors that keep the numbers).
+"""
+
+METRIC_VERSION = "gb-metrics-1.0"
+
+
+def stamp(frame):
+    """Record ``METRIC_VERSION`` in ``frame.attrs["metric_version"]`` and return the frame.
+
+    Every table a measure returns is stamped, so a table saved by a notebook (e.g. with
+    ``frame.attrs`` in a parquet file) or shown in a report can be traced to its definitions.
+    """
+    frame.attrs["metric_version"] = METRIC_VERSION
+    return frame

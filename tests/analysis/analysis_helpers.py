@@ -1,0 +1,75 @@
+"""Hand-built agent tables for the analysis tests.
+
+``make_agents(rows)`` fills every contract column with a neutral default so each test only
+writes the columns its measure reads; the expected answers in the tests are computed by hand
+from those few columns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from governed_broker.analysis.loaders import coerce_columns
+from governed_broker.analysis.schema import (
+    AGENT_COLUMNS,
+    MODEL_COLUMNS,
+    NULLABLE_AGENT_COLUMNS,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+_DEFAULTS = {
+    "tenure": "owner",
+    "flood_zone": "high",
+    "income_usd": 50_000.0,
+    "savings_before_usd": 10_000.0,
+    "elevated_before": False,
+    "insured_before": False,
+    "flooded": False,
+    "depth_m": 0.0,
+    "effective_depth_m": 0.0,
+    "damage_structure_usd": 0.0,
+    "damage_contents_usd": 0.0,
+    "damage_usd": 0.0,
+    "payout_usd": 0.0,
+    "out_of_pocket_usd": 0.0,
+    "years_since_flood": None,
+    "floods_experienced": 0,
+    "neighbour_insured_share": 0.0,
+    "neighbour_elevated_share": 0.0,
+    "neighbour_relocated_share": 0.0,
+    "trust_insurance": 0.5,
+    "trust_neighbours": 0.5,
+    "threat_score": None,
+    "coping_score": None,
+    "threat_label": "M",
+    "coping_label": "M",
+    "proposed_action": "do_nothing",
+    "executed_action": "do_nothing",
+    "status": "approved",
+    "retries": 0,
+    "feasible": True,
+    "action_cost_usd": 0.0,
+    "premium_usd": 0.0,
+    "elevated_after": False,
+    "insured_after": False,
+    "relocated_after": False,
+    "savings_after_usd": 10_000.0,
+    "decision_maker": "test",
+}
+
+
+def make_agents(rows: list[dict]) -> pd.DataFrame:
+    """Typed agent table from rows giving at least ``year`` and ``agent_id``."""
+    full = [{**_DEFAULTS, **row} for row in rows]
+    frame = pd.DataFrame(full, columns=list(AGENT_COLUMNS))
+    return coerce_columns(frame, AGENT_COLUMNS, "test", NULLABLE_AGENT_COLUMNS)
+
+
+def make_model(years: list[int]) -> pd.DataFrame:
+    """A typed model table with zeros (for loader tests)."""
+    rows = [{c: 0 for c in MODEL_COLUMNS} | {"year": y, "flood_occurred": False} for y in years]
+    return coerce_columns(pd.DataFrame(rows), MODEL_COLUMNS, "test")
+

@@ -1,0 +1,110 @@
+"""Irrational-behaviour rate on executed and on proposed actions, by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from analysis_helpers import make_agents
+
+from governed_broker.analysis.behaviour import irrational_behaviour_rate
+from governed_broker.analysis.errors import AnalysisInputError
+
+
+def _table():
+    rows = [
+        # high threat, proposed elevate (coherent) but executed do_nothing (fallback): incoherent
+        {"threat_label": "H", "proposed_action": "elevate_house", "executed_action": "do_nothing"},
+        # very high threat doing nothing, proposed and executed: incoherent both
+        {"threat_label": "VH", "proposed_action": "do_nothing", "executed_action": "do_nothing"},
+        # low threat proposing relocation, rejected -> do_nothing executed: proposed only
+        {"threat_label": "L", "proposed_action": "relocate", "executed_action": "do_nothing"},
+        # very low threat elevating: incoherent both
+        {"threat_label": "VL", "proposed_action": "elevate_house",
+         "executed_action": "elevate_house"},
+        # medium threat doing nothing: coherent
+        {"threat_label": "M", "proposed_action": "do_nothing", "executed_action": "do_nothing"},
+        # low threat buying insurance: coherent
+        {"threat_label": "L", "proposed_action": "buy_insurance",
+         "executed_action": "buy_insurance"},
+        # no label (not evaluable), parse failure without a proposal
+        {"threat_label": None, "proposed_action": None, "executed_action": "do_nothing"},
+        # high threat, parse failed (no proposal), executed do_nothing
+        {"threat_label": "H", "proposed_action": None, "executed_action": "do_nothing"},
+    ]
+    return make_agents(
+        [{"year": 1 + i // 4, "agent_id": i, **row} for i, row in enumerate(rows)]
+    )
+
+
+def test_executed_rate_by_hand():
+    out = irrational_behaviour_rate(_table(), on="executed").iloc[0]
+    # evaluable: rows 0-5 and 7 (7 rows); incoherent: rows 0, 1, 3, 7.
+    assert out["n_evaluated"] == 7
+    assert out["n_high_threat_inaction"] == 3
+    assert out["n_low_threat_extreme"] == 1
+    assert out["rate"] == pytest.approx(4 / 7)
+
+
+def test_proposed_rate_by_hand():
+    out = irrational_behaviour_rate(_table(), on="proposed").iloc[0]
+    # evaluable: rows 0-5 (6 rows); incoherent: row 1 (inaction), rows 2 and 3 (extreme).
+    assert out["n_evaluated"] == 6
+    assert out["n_irrational"] == 3
+    assert out["rate"] == pytest.approx(0.5)
+
+
+def test_by_year():
+    out = irrational_behaviour_rate(_table(), on="executed", by="year").set_index("year")
+    assert out.loc[1, "rate"] == pytest.approx(3 / 4)  # rows 0, 1, 3 of rows 0-3
+    assert out.loc[2, "rate"] == pytest.approx(1 / 3)  # row 7 of rows 4, 5, 7
+
+
+def test_no_labels_gives_nan():
+    table = make_agents([{"year": 1, "agent_id": 1, "threat_label": None}])
+    assert math.isnan(irrational_behaviour_rate(table).iloc[0]["rate"])
+
+
+def test_bad_on():
+    with pytest.raises(ValueError, match="executed"):
+        irrational_behaviour_rate(_table(), on="approved")
+
+
+def _attempt(label, action):
+    return {"parsed": {"threat_appraisal": {"label": label}, "decision": action}}
+
+
+def test_proposed_rate_uses_labels_of_the_first_proposal():
+    # The agent table holds the final reply's label (H, after a governance retry) next to the
+    # first proposal; the audit says the first proposal came with label L.
+    agents = make_agents(
+        [
+            {"year": 1, "agent_id": 1, "threat_label": "H", "proposed_action": "relocate",
+             "executed_action": "buy_insurance"},
+            {"year": 1, "agent_id": 2, "threat_label": "VH", "proposed_action": "do_nothing",
+             "executed_action": "do_nothing"},
+            {"year": 1, "agent_id": 3, "threat_label": None, "proposed_action": None},
+        ]
+    )
+    decisions = [
+        {"year": 1, "agent_id": 1,
+         "attempts": [_attempt("L", "relocate"), _attempt("H", "buy_insurance")]},
+        {"year": 1, "agent_id": 2, "attempts": [{"parsed": None}, _attempt("VH", "do_nothing")]},
+        {"year": 1, "agent_id": 3, "attempts": [{"parsed": None}, {"parsed": None}]},
+    ]
+    plain = irrational_behaviour_rate(agents, on="proposed").iloc[0]
+    assert plain["n_irrational"] == 1 and plain["labels"] == "agents_yearly.csv"  # only agent 2
+    audited = irrational_behaviour_rate(agents, on="proposed", decisions=decisions).iloc[0]
+    # agent 1: L + relocate (incoherent); agent 2: VH + do_nothing; agent 3: nothing parsed
+    assert audited["n_evaluated"] == 2
+    assert audited["n_irrational"] == 2
+    assert audited["labels"] == "decisions.jsonl:first_parsed"
+
+
+def test_audit_missing_a_decision_is_an_error():
+    agents = make_agents([{"year": 1, "agent_id": 1}, {"year": 1, "agent_id": 2}])
+    with pytest.raises(AnalysisInputError, match="household 2 in year 1"):
+        irrational_behaviour_rate(
+            agents, on="proposed",
+            decisions=[{"year": 1, "agent_id": 1, "attempts": [_attempt("M", "do_nothing")]}],
+        )

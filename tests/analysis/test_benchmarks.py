@@ -1,0 +1,94 @@
+"""Fit to empirical targets and failure-signature flags on a hand-built run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from analysis_helpers import make_agents
+
+from governed_broker.analysis.benchmarks import fit_to_benchmarks, load_benchmarks
+from governed_broker.analysis.errors import AnalysisInputError
+
+
+def _run():
+    # 5 households, 2 years. Zone high = SFHA: households 1, 2, 3; zone low: 4, 5.
+    year1 = [
+        {"agent_id": 1, "insured_after": True, "flooded": True, "executed_action": "buy_insurance"},
+        {"agent_id": 2, "flooded": True, "executed_action": "do_nothing"},
+        {"agent_id": 3, "elevated_after": True, "executed_action": "elevate_house"},
+        {"agent_id": 4, "flood_zone": "low"},
+        {"agent_id": 5, "flood_zone": "low", "relocated_after": True,
+         "executed_action": "relocate"},
+    ]
+    year2 = [
+        {"agent_id": 1, "insured_before": True, "insured_after": True, "flooded": True,
+         "floods_experienced": 2, "executed_action": "buy_insurance"},
+        {"agent_id": 2, "flooded": True, "floods_experienced": 2, "executed_action": "do_nothing"},
+        {"agent_id": 3, "elevated_before": True, "elevated_after": True},
+        {"agent_id": 4, "flood_zone": "low"},
+    ]
+    rows = [{"year": 1, **r} for r in year1] + [{"year": 2, **r} for r in year2]
+    return make_agents(rows)
+
+
+def test_values_by_hand():
+    fit = fit_to_benchmarks(_run(), load_benchmarks())
+    v = fit.table.set_index("id")["value"]
+    assert v["B1"] == pytest.approx(1 / 3)  # SFHA end households 1, 2, 3: only 1 insured
+    assert v["B2"] == pytest.approx(1 / 4)  # end households 1-4
+    assert v["B3"] == pytest.approx(1 / 4)  # household 3 elevated
+    assert v["B4"] == pytest.approx(1 / 5)  # household 5 of 5 relocated
+    assert v["B5"] == pytest.approx(2 / 4)  # flooded: 1, 2 (y1), 1, 2 (y2); 2 did nothing twice
+    assert math.isnan(v["B6"])
+    assert v["B7"] == pytest.approx(1 / 2)  # >= 2 floods: 1 (insured), 2 (not)
+    assert v["B8"] == pytest.approx(0.0)  # one policy in force (1, y2), renewed
+
+
+def test_score_and_status_by_hand():
+    fit = fit_to_benchmarks(_run(), load_benchmarks())
+    status = fit.table.set_index("id")["status"]
+    # B1 0.33 in [.30,.50]; B2 0.25 in [.15,.40]; B3 0.25 out; B4 0.2 out;
+    # B5 0.5 in; B6 not computable; B7 0.5 out; B8 0 out.
+    assert status["B6"] == "not_computable"
+    assert list(status[status == "in_range"].index) == ["B1", "B2", "B5"]
+    in_weight = 1.0 + 0.8 + 1.5
+    computable = 1.0 + 0.8 + 1.0 + 0.8 + 1.5 + 1.0 + 1.0
+    assert fit.computable_weight == pytest.approx(computable)
+    assert fit.score == pytest.approx(in_weight / computable)
+    assert fit.passed is False
+    assert "marginalised" in fit.table.set_index("id").loc["B6", "note"]
+
+
+def test_failure_flags_by_hand():
+    flags = fit_to_benchmarks(_run(), load_benchmarks()).flags.set_index("signature")
+    assert bool(flags.loc["elevation_above_B3", "flagged"]) is True  # 0.25 > 0.12
+    assert bool(flags.loc["insurance_below_B1", "flagged"]) is False
+    assert bool(flags.loc["post_flood_inaction_outside_B5", "flagged"]) is False
+    # all are owners; non-relocated owners each year are 1-4, of whom only 3 is elevated
+    assert flags.loc["elevation_saturating", "value"] == pytest.approx(1 / 4)
+    assert bool(flags.loc["elevation_saturating", "flagged"]) is False
+
+
+def test_mg_gap_when_attribute_present():
+    agents = _run()
+    agents["marginalised"] = agents["agent_id"].isin([4, 5])
+    v = fit_to_benchmarks(agents, load_benchmarks()).table.set_index("id")["value"]
+    # NMG 1, 2, 3: adapted 1 (ins), 3 (elev) -> 2/3; MG 4, 5: 5 relocated -> 1/2
+    assert v["B6"] == pytest.approx(2 / 3 - 1 / 2)
+
+
+def test_invalid_benchmarks_file(tmp_path: Path):
+    data = yaml.safe_load(Path(load_benchmarks.__globals__["DEFAULT_BENCHMARKS"]).read_text())
+    data["targets"][0]["range"] = [0.6, 0.2]
+    bad = tmp_path / "b.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(AnalysisInputError, match="low <= high"):
+        load_benchmarks(bad)
+    data["targets"][0]["range"] = [0.2, 0.6]
+    data["targets"][0]["measure"] = "nonsense"
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(AnalysisInputError, match="nonsense"):
+        load_benchmarks(bad)
