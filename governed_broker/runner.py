@@ -2,7 +2,10 @@
 
 The run works inside ``<out_dir>.partial/`` (a deterministic name, so that an interrupted run can
 be found again) and renames it to ``out_dir`` only after every file is written, so a failed run
-never leaves a directory that looks complete.
+never leaves a directory that looks complete. After every year it writes a checkpoint
+(``governed_broker.checkpoint``); running the same experiment into the same ``out_dir`` again
+resumes an interrupted run from its last completed year and finishes with the same outputs as an
+uninterrupted run.
 """
 
 from __future__ import annotations
@@ -21,6 +24,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from governed_broker.checkpoint import (
+    Checkpoint,
+    latest_checkpoint,
+    remove_checkpoints,
+    restore,
+    rewind_outputs,
+    write_checkpoint,
+)
 from governed_broker.config.base import ConfigError
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import dump_resolved, load_agent_types
@@ -47,8 +58,10 @@ class RunResult:
         years: Simulated years.
         n_households: Households in the initial population.
         n_agent_rows: Rows written to ``agents_yearly.csv``.
-        seconds: Wall-clock duration of the run.
+        seconds: Wall-clock duration of the run (this process only, when resumed).
         decision_maker: Name of the decision maker.
+        resumed_from_year: Last completed year of the interrupted run this one resumed
+            (None: started from the beginning).
     """
 
     out_dir: Path
@@ -57,6 +70,7 @@ class RunResult:
     n_agent_rows: int
     seconds: float
     decision_maker: str
+    resumed_from_year: int | None = None
 
 
 def partial_dir(out_dir: Path) -> Path:
@@ -98,8 +112,13 @@ def run_experiment(
         overwrite: Replace an existing complete ``out_dir``.
         decision_maker: Use this maker instead of the one ``config.decision`` names (tests).
 
+    An unfinished run of the same configuration in ``<out_dir>.partial`` is resumed from its
+    last checkpoint; one of another configuration is an error unless ``overwrite`` is True,
+    which discards it.
+
     Raises:
-        OutputExistsError: ``out_dir`` exists and ``overwrite`` is False.
+        OutputExistsError: ``out_dir`` exists, or ``<out_dir>.partial`` holds an unfinished run
+            of another configuration, and ``overwrite`` is False.
     """
     out_dir = Path(out_dir)
     if out_dir.exists() and not overwrite:
@@ -107,19 +126,25 @@ def run_experiment(
             f"{out_dir} already exists; choose another --out or pass --overwrite"
         )
     work = partial_dir(out_dir)
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+    ckpt = _resumable(work, config_hash(config), overwrite)
+    fresh = ckpt is None
+    if fresh:
+        work.mkdir(parents=True)
+    else:
+        rewind_outputs(work, ckpt)
     started, t0 = _now(), time.perf_counter()
     try:
         maker = decision_maker or build_decision_maker(config, work)
     except ConfigError:
-        shutil.rmtree(work)  # a configuration error leaves nothing behind
+        if fresh:
+            shutil.rmtree(work)  # a configuration error leaves nothing behind
         raise
     try:
-        model, rows = _simulate(config, maker, work, progress and config.outputs.progress)
+        model, rows = _simulate(config, maker, work, ckpt,
+                                progress and config.outputs.progress)
     finally:
         maker.close()
+    remove_checkpoints(work)
     seconds = time.perf_counter() - t0
     (work / "config.yaml").write_text(dump_resolved(config), encoding="utf-8")
     if config.outputs.plots:
@@ -127,32 +152,62 @@ def run_experiment(
 
         summary_plot(work / "model_yearly.csv", work / "summary.png", title=config.name)
     manifest = _manifest(config, maker, started, seconds, model, rows)
+    manifest["resumed_from_year"] = None if ckpt is None else ckpt.year
     (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     if out_dir.exists():
         shutil.rmtree(out_dir)
     os.replace(work, out_dir)
-    return RunResult(out_dir, config.years, model.n, rows, seconds, maker.name)
+    return RunResult(out_dir, config.years, model.n, rows, seconds, maker.name,
+                     None if ckpt is None else ckpt.year)
+
+
+def _resumable(work: Path, chash: str, overwrite: bool) -> Checkpoint | None:
+    """The checkpoint to resume from in ``work`` (None: start afresh, ``work`` removed)."""
+    if not work.exists():
+        return None
+    ckpt = latest_checkpoint(work)
+    if ckpt is not None and ckpt.config_hash != chash:
+        if not overwrite:
+            raise OutputExistsError(
+                f"{work} holds an unfinished run of a different configuration; pass "
+                "--overwrite to discard it, or choose another --out"
+            )
+        ckpt = None
+    if ckpt is None:
+        shutil.rmtree(work)  # nothing completed yet: starting again loses nothing
+    return ckpt
 
 
 def _simulate(
-    config: ExperimentConfig, maker: DecisionMaker, work: Path, progress: bool
+    config: ExperimentConfig, maker: DecisionMaker, work: Path, ckpt: Checkpoint | None,
+    progress: bool,
 ) -> tuple[FloodModel, int]:
     from tqdm import tqdm
 
-    model = FloodModel(config, maker)
-    rows = 0
-    with (open(work / "agents_yearly.csv", "w", encoding="utf-8", newline="") as agents_f,
-          open(work / "model_yearly.csv", "w", encoding="utf-8", newline="") as model_f):
-        agents_f.write(",".join(AGENT_COLUMNS) + "\n")
-        model_f.write(",".join(MODEL_COLUMNS) + "\n")
-        bar = tqdm(range(config.years), desc=config.name, unit="year",
+    model = FloodModel(config, maker, run_dir=work)
+    rows, mode, chash = 0, "w", config_hash(config)
+    if ckpt is not None:
+        restore(model, ckpt)
+        rows, mode = ckpt.rows, "a"
+    with (open(work / "agents_yearly.csv", mode, encoding="utf-8", newline="") as agents_f,
+          open(work / "model_yearly.csv", mode, encoding="utf-8", newline="") as model_f):
+        if ckpt is None:
+            agents_f.write(",".join(AGENT_COLUMNS) + "\n")
+            model_f.write(",".join(MODEL_COLUMNS) + "\n")
+        bar = tqdm(range(model.year, config.years), desc=config.name, unit="year",
+                   initial=model.year, total=config.years,
                    disable=not (progress and sys.stderr.isatty()))
         for _ in bar:
             model.step()
             cols = model.last_agent_columns
             agents_f.write(format_rows(AGENT_COLUMNS, cols))
             model_f.write(format_row(MODEL_COLUMNS, model.last_model_row))
+            agents_f.flush()
+            model_f.flush()
             rows += len(cols["agent_id"])
+            write_checkpoint(work, model, config_hash=chash, rows=rows)
+    if model.world_memory is not None:
+        model.world_memory.finish(model.year, markdown=config.outputs.memory_markdown)
     return model, rows
 
 

@@ -33,16 +33,17 @@ def to_json_line(record: Mapping[str, Any]) -> str:
 
 
 class JsonlWriter:
-    """Appends JSON records, one per line, to a new file.
+    """Appends JSON records, one per line, to a file.
 
     Args:
-        path: The file; created (truncated if it exists: a run writes its own directory).
+        path: The file; created when missing, appended to otherwise (a new run writes into a
+            new directory; a resumed run has cut the file back to its last checkpoint).
     """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: TextIO | None = self.path.open("w", encoding="utf-8")
+        self._file: TextIO | None = self.path.open("a", encoding="utf-8")
 
     def write_many(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Write records and flush."""

@@ -29,6 +29,8 @@ class ActionSpec(StrictModel):
             ``permanent`` (ends participation).
         effect: What the world executes: ``none``, ``insure``, ``elevate`` or ``relocate``.
         default: The action executed when a decision is infeasible or rejected (exactly one).
+        concept: The semantic-memory concept of the measure (``configs/knowledge/
+            flood_concepts.yaml``) whose facts households recall when deciding (None: none).
     """
 
     description: str = Field(min_length=1)
@@ -36,6 +38,7 @@ class ActionSpec(StrictModel):
     duration: Literal["annual", "once", "permanent"]
     effect: Literal["none", "insure", "elevate", "relocate"]
     default: bool = False
+    concept: str | None = None
 
 
 class PMTLabels(StrictModel):

@@ -287,4 +287,4 @@ class OutputConfig(StrictModel):
 
     plots: bool = True
     progress: bool = True
-    memory_markdown: bool = False
+    memory_markdown: bool = True

@@ -312,6 +312,17 @@ class EpisodicStore:
         rids = [r[0] for r in self._conn.execute(f"SELECT rid FROM episodes {where}", args)]
         return self._delete_rids(rids)
 
+    def remove_sessions_after(self, year: float) -> int:
+        """Delete episodes whose (numeric) session is a year after ``year``; return how many.
+
+        Used when a run resumes from the checkpoint of ``year``: what the interrupted run
+        stored for later years is discarded and written again. Non-numeric sessions are kept.
+        """
+        rids = [r[0] for r in self._conn.execute(
+            "SELECT rid FROM episodes WHERE session_id GLOB '[0-9]*' "
+            "AND CAST(session_id AS REAL) > ?", (float(year),))]
+        return self._delete_rids(rids)
+
     def forget(self, strategy: str = "importance", *, threshold: float | None = None,
                max_age: float | None = None, now: float | None = None,
                max_capacity: int | None = None, user_id: str | int | None = None) -> int:

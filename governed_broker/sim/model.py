@@ -15,6 +15,7 @@ neighbours as "relocated".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import mesa
@@ -23,11 +24,13 @@ import numpy as np
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import fixed_events, load_agent_types
+from governed_broker.memory.household import HouseholdMemory
 from governed_broker.sim import money
 from governed_broker.sim.damage import DamageTable, damages_usd, load_damage_table
 from governed_broker.sim.decision import Decision, DecisionMaker, HouseholdSituation
 from governed_broker.sim.fastbuild import build
 from governed_broker.sim.hazard import Hazard
+from governed_broker.sim.memory_bridge import WorldMemory
 from governed_broker.sim.network import NeighbourIndex, build_graph
 from governed_broker.sim.population import Population, load_population
 
@@ -114,6 +117,12 @@ class HouseholdAgent(mesa.Agent):
         """Current savings (dollars; negative means debt)."""
         return float(self._get("savings_usd"))
 
+    @property
+    def memory(self) -> HouseholdMemory | None:
+        """This household's memory (None when the experiment's memory engine is ``none``)."""
+        wm = self.model.world_memory
+        return None if wm is None else wm.memory_of(self.unique_id)
+
 
 class FloodModel(mesa.Model):
     """Households facing yearly floods and deciding how to adapt.
@@ -123,6 +132,8 @@ class FloodModel(mesa.Model):
         decision_maker: Decides for every active household each year.
         rng: Seed of Mesa's generator (defaults to ``config.seed``).
         agent_types: The action domain (loaded from ``config.agent_types`` when omitted).
+        run_dir: The run's working directory, where household memories are stored
+            (``memory.sqlite``); None keeps memories in this process only.
     """
 
     def __init__(
@@ -132,6 +143,7 @@ class FloodModel(mesa.Model):
         *,
         rng: int | None = None,
         agent_types: AgentTypesConfig | None = None,
+        run_dir: Path | None = None,
     ) -> None:
         super().__init__(rng=config.seed if rng is None else rng)
         self.config = config
@@ -156,6 +168,9 @@ class FloodModel(mesa.Model):
         self.last_model_row: dict[str, Any] = {}
         for i in range(self.n):
             HouseholdAgent(self, i)
+        self.world_memory = (
+            None if config.memory.engine == "none" else WorldMemory(self, run_dir)
+        )
 
     # ----------------------------------------------------------------------------------------
     # set-up helpers
@@ -252,6 +267,8 @@ class FloodModel(mesa.Model):
         hh.floods_experienced[idx] += flooded
         c.update(effective_depth=eff, damage_structure=d_s, damage_contents=d_c,
                  payout=payout, out_of_pocket=out_of_pocket)
+        if self.world_memory is not None:
+            self.world_memory.record_impacts(self.year, idx, c)
 
     def action_options(self, idx: np.ndarray) -> dict[str, np.ndarray]:
         """Per action: out-of-pocket cost, allowed and affordable masks, loss if flooded.
@@ -323,6 +340,9 @@ class FloodModel(mesa.Model):
             hh.floods_experienced[idx], shares["insured"], shares["elevated"],
             shares["relocated"], c["trust_insurance"], c["trust_neighbours"],
         )]
+        allowed_per = [allowed_tuples[k] for k in allowed_key]
+        recalled = (self.world_memory.perceive(self.year, idx, shares, allowed_per)
+                    if self.world_memory is not None else None)
         situations = []
         year, zones = self.year, self.zones
         for j, (aid, own, z, inc, sav, sv, cv, el, ins, fl, dep, dmg, pay, nfl, s_i, s_e, s_r,
@@ -338,10 +358,20 @@ class FloodModel(mesa.Model):
                 "action_costs_usd": dict(zip(acts, cost[j], strict=True)),
                 "affordable": dict(zip(acts, afford[j], strict=True)),
                 "allowed_actions": allowed_tuples[allowed_key[j]],
-                "trust_insurance": t_i, "trust_neighbours": t_n, "memories": (),
-                "extra": {"loss_if_flood_usd": dict(zip(acts, loss[j], strict=True))},
+                "trust_insurance": t_i, "trust_neighbours": t_n,
+                "memories": () if recalled is None else recalled[j]["memories"],
+                "extra": self._extra(dict(zip(acts, loss[j], strict=True)),
+                                     None if recalled is None else recalled[j]),
             }))
         return situations
+
+    @staticmethod
+    def _extra(loss: dict[str, float], recalled: dict[str, Any] | None) -> dict[str, Any]:
+        extra: dict[str, Any] = {"loss_if_flood_usd": loss}
+        if recalled is not None:
+            extra["knowledge_facts"] = recalled["knowledge_facts"]
+            extra["heuristics"] = recalled["heuristics"]
+        return extra
 
     def decision_phase(self, situations: list[HouseholdSituation]) -> list[Decision]:
         """4. The decision maker decides for the whole batch at once."""
@@ -389,10 +419,15 @@ class FloodModel(mesa.Model):
         c.update(decisions=decisions, feasible=feasible,
                  executed=np.asarray(self.action_ids, dtype=object)[executed],
                  premium=premium, action_cost=action_cost)
+        if self.world_memory is not None:
+            self.world_memory.record_decisions(self.year, idx, decisions, c["executed"],
+                                               feasible, premium + action_cost)
 
     def reflection_phase(self) -> None:
         """6. Decision maker's end of year; trust updates; what neighbours see next year."""
-        self.decision_maker.end_year(self, self.year)
+        self.decision_maker.end_year(self, self.year)  # reflection sees the year's memories
+        if self.world_memory is not None:
+            self.world_memory.end_year(self.year, self.current["idx"])
         self.update_trust()
         self.prev_state = self._neighbour_state()
 

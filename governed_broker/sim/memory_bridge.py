@@ -1,0 +1,159 @@
+"""The world's side of household memory: who remembers what, and when.
+
+``WorldMemory`` owns one ``HouseholdMemory`` per household (when the experiment's memory engine
+is not ``none``) and translates the yearly phases of ``FloodModel`` into memory calls:
+
+* impacts -> ``record_flood`` / ``record_no_flood`` with the coverage and elevation in force;
+* perception -> ``record_neighbours`` (last year's shares), then ``retrieve`` for the decision,
+  plus the facts the household knows about each allowed measure (semantic memory) and its
+  matching learned heuristics (procedural memory);
+* execution -> ``record_decision`` (executed, or refused / rejected and not executed);
+* end of year -> consolidation, after the decision maker's reflection so that the year's
+  working memories are still there to reflect on.
+
+Every memory is also written to ``<run_dir>/memory.sqlite`` and, at the end of the run, to
+``<run_dir>/memories/<agent_id>.md`` (``outputs.memory_markdown``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
+from governed_broker.memory.semantic import SemanticMemory
+
+if TYPE_CHECKING:  # pragma: no cover
+    from governed_broker.sim.decision import Decision
+    from governed_broker.sim.model import FloodModel
+
+#: Relations that only place a concept in the taxonomy; they tell a household nothing about
+#: what a measure does, so they are not recalled as knowledge.
+_TAXONOMY = frozenset({"is_a", "part_of"})
+
+
+class WorldMemory:
+    """Memories of every household of one model.
+
+    Args:
+        model: The world (its config, domain and household arrays).
+        run_dir: Where ``memory.sqlite`` and ``memories/`` go (None: nothing is written,
+            e.g. a model built in a notebook).
+        max_heuristics: Learned heuristics shown per decision (best success rate first).
+    """
+
+    def __init__(self, model: FloodModel, run_dir: Path | None, max_heuristics: int = 3) -> None:
+        cfg, domain = model.config, model.domain
+        self.model = model
+        self.semantic = SemanticMemory.from_yaml()
+        self.max_heuristics = max_heuristics
+        effects = {a: s.effect for a, s in domain.actions.items()}
+        self.concepts = {a: s.concept for a, s in domain.actions.items() if s.concept}
+        self.writer = RunMemoryWriter(run_dir) if run_dir is not None else None
+        self.households: dict[int, HouseholdMemory] = {}
+        for agent_id in range(1, model.n + 1):
+            hm = HouseholdMemory.from_config(agent_id, domain.memory, cfg.memory, cfg.seed,
+                                             semantic=self.semantic,
+                                             action_effects=effects)
+            if hm is None:  # engine "none" is decided by config, identically for everyone
+                raise ValueError("WorldMemory needs a memory engine; memory.engine is 'none'")
+            i = agent_id - 1
+            hm.set_status(insured=bool(model.hh.insured[i]), elevated=bool(model.hh.elevated[i]))
+            self._attach(hm)
+            self.households[agent_id] = hm
+
+    def _attach(self, hm: HouseholdMemory) -> None:
+        if self.writer is not None:
+            self.writer.attach(hm)
+
+    def memory_of(self, agent_id: int) -> HouseholdMemory:
+        """The memory of household ``agent_id``."""
+        return self.households[agent_id]
+
+    # ------------------------------------------------------------------------------ phases
+    def record_impacts(self, year: int, idx: np.ndarray, current: dict[str, Any]) -> None:
+        """Step 2: what the flood (or its absence) did to each active household."""
+        damage = current["damage_structure"] + current["damage_contents"]
+        for j, i in enumerate(idx.tolist()):
+            hm = self.households[i + 1]
+            if current["flooded"][j]:
+                hm.record_flood(year, float(current["depth"][j]), float(damage[j]),
+                                float(current["payout"][j]),
+                                insured=bool(current["insured_before"][j]),
+                                elevated=bool(current["elevated_before"][j]))
+            else:
+                hm.record_no_flood(year)
+
+    def perceive(self, year: int, idx: np.ndarray, shares: dict[str, np.ndarray],
+                 allowed: Sequence[tuple[str, ...]]) -> list[dict[str, Any]]:
+        """Step 3: per active household, retrieved memories, known facts and heuristics."""
+        out = []
+        for j, i in enumerate(idx.tolist()):
+            hm = self.households[i + 1]
+            hm.record_neighbours(year, {k: float(v[j]) for k, v in shares.items()})
+            out.append({
+                "memories": tuple(hm.retrieve(year)),
+                "knowledge_facts": self._facts(hm, allowed[j]),
+                "heuristics": self._heuristics(hm),
+            })
+        return out
+
+    def _facts(self, hm: HouseholdMemory, allowed: tuple[str, ...]) -> list[str]:
+        graph = (hm.semantic or self.semantic).graph
+        facts = []
+        for action in allowed:
+            concept = self.concepts.get(action)
+            if concept is None or concept not in graph:
+                continue
+            for _, target, data in sorted(graph.out_edges(concept, data=True)):
+                if data["relation"] not in _TAXONOMY:
+                    facts.append(" ".join(x.replace("_", " ")
+                                          for x in (concept, data["relation"], target)))
+        return facts
+
+    def _heuristics(self, hm: HouseholdMemory) -> list[dict[str, Any]]:
+        situation = {"flooded_this_year": hm.flooded_this_year, "insured": hm.insured,
+                     "elevated": hm.elevated}
+        found = hm.procedural.match(situation)[: self.max_heuristics]
+        return [{"description": h.describe(), "success_rate": h.success_rate} for h in found]
+
+    def record_decisions(self, year: int, idx: np.ndarray, decisions: Sequence[Decision],
+                         executed: np.ndarray, feasible: np.ndarray, paid: np.ndarray) -> None:
+        """Step 5: what each household did (or wanted to do and could not)."""
+        for j, i in enumerate(idx.tolist()):
+            hm, d = self.households[i + 1], decisions[j]
+            refused = (not feasible[j]) or d.status in ("rejected", "parse_failed")
+            if refused:
+                wanted = d.proposed_action or d.action
+                hm.record_decision(year, wanted, d.status if feasible[j] else "infeasible",
+                                   0.0, executed=False)
+            else:
+                hm.record_decision(year, str(executed[j]), d.status, float(paid[j]))
+
+    def end_year(self, year: int, idx: np.ndarray) -> None:
+        """Step 6: consolidation of each active household's year."""
+        for i in idx.tolist():
+            self.households[i + 1].end_year(year)
+
+    def finish(self, year: int, markdown: bool) -> None:
+        """End of run: readable exports and the store closed."""
+        if self.writer is None:
+            return
+        if markdown:
+            self.writer.write_markdown(self.households.values(), year=year)
+        self.writer.close()
+
+    # ------------------------------------------------------------------------------ state
+    def state(self) -> dict[str, Any]:
+        """JSON-serialisable state of every household's memory (checkpoints)."""
+        return {str(k): hm.state() for k, hm in self.households.items()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Replace every household's memory with a checkpointed one."""
+        for key, hm_state in state.items():
+            hm = HouseholdMemory.from_state(hm_state, semantic=self.semantic)
+            self._attach(hm)
+            self.households[int(key)] = hm
