@@ -19,17 +19,20 @@ def repo_root() -> Path:
 
 
 class Experiments:
-    """Builds small experiment files from ``experiments/demo.yaml`` in a temporary folder."""
+    """Builds small experiment files from ``experiments/baseline.yaml`` in a temporary folder."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.tmp_path = tmp_path
 
     def data(self) -> dict[str, Any]:
-        """The demo experiment as a dict; relative paths made absolute; no plots/progress."""
-        demo = REPO_ROOT / "experiments" / "demo.yaml"
-        data = yaml.safe_load(demo.read_text())
-        data["agent_types"] = str((demo.parent / data["agent_types"]).resolve())
-        data["damage"]["table"] = str((demo.parent / data["damage"]["table"]).resolve())
+        """The baseline world at small size (20 households, 10 years, ``name: demo``) as a
+        dict; relative paths made absolute; no plots/progress."""
+        base = REPO_ROOT / "experiments" / "baseline.yaml"
+        data = yaml.safe_load(base.read_text())
+        data.update(name="demo", years=10)
+        data["population"]["size"] = 20
+        data["agent_types"] = str((base.parent / data["agent_types"]).resolve())
+        data["damage"]["table"] = str((base.parent / data["damage"]["table"]).resolve())
         data["outputs"] = {"plots": False, "progress": False}
         return copy.deepcopy(data)
 

@@ -52,7 +52,8 @@ def _knowledge(config: ExperimentConfig, backend: LLMBackend) -> Any:
         return None
     from governed_broker.rag import KnowledgeBase
 
-    return KnowledgeBase.from_config(config.rag, backend=backend, seed=config.seed)
+    return KnowledgeBase.from_config(config.rag, backend=backend, seed=config.seed,
+                                    base_dir=config.base_dir)
 
 
 def build_decision_maker(

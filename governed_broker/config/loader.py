@@ -207,6 +207,43 @@ def load_agent_types(path: str | Path) -> AgentTypesConfig:
     return validate_model(AgentTypesConfig, read_yaml(path), path)
 
 
+def read_experiment_yaml(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """Read an experiment file as a mapping, following ``extends:``.
+
+    ``extends: other.yaml`` names an experiment file in the same directory whose settings this
+    file starts from: mappings are merged key by key (recursively), anything else in this file
+    replaces the inherited value. Same directory, so relative paths mean the same in both.
+    """
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}"
+        )
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str) or Path(parent).name != parent:
+        raise ConfigError(
+            f"{path}: field 'extends': {parent!r} is not allowed; give the file name of an "
+            "experiment in the same directory, e.g. 'baseline.yaml'"
+        )
+    base_path = path.parent / parent
+    if base_path.resolve() in _seen or base_path.resolve() == path.resolve():
+        raise ConfigError(f"{path}: field 'extends': {parent!r} extends itself (a cycle)")
+    base = read_experiment_yaml(base_path, (*_seen, path.resolve()))
+    return _merge(base, data)
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentConfig:
     """Load, override and validate an experiment YAML file.
 
@@ -222,11 +259,7 @@ def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> Experime
         ConfigError: any problem, with a message naming file, field, value and what is allowed.
     """
     path = Path(path)
-    data = read_yaml(path)
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}"
-        )
+    data = read_experiment_yaml(path)
     data = apply_overrides(data, overrides, ExperimentConfig, path)
     base_dir = path.resolve().parent
     config = validate_model(ExperimentConfig, data, path, context={"base_dir": base_dir})

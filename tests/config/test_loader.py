@@ -31,7 +31,8 @@ def test_relative_paths_resolve_against_the_yaml_directory(repo_root: Path, tmp_
     (tmp_path / "exps").mkdir()
     shutil.copytree(repo_root / "configs", tmp_path / "configs")
     shutil.copy(repo_root / "agent_types.yaml", tmp_path / "agent_types.yaml")
-    shutil.copy(repo_root / "experiments" / "demo.yaml", tmp_path / "exps" / "demo.yaml")
+    for name in ("demo.yaml", "baseline.yaml"):  # demo extends baseline
+        shutil.copy(repo_root / "experiments" / name, tmp_path / "exps" / name)
     monkeypatch.chdir(tmp_path / "configs")  # a different working directory
     config = load_experiment(Path("../exps/demo.yaml"))
     assert config.resolve_path(config.damage.table).is_file()
