@@ -1,0 +1,20 @@
+"""Parameter sweeps: plans, executors (local process pool, SLURM job arrays), resume, collect.
+
+See README "Sweeps and clusters" and ``governed_broker.config.sweep`` for the YAML.
+"""
+
+from governed_broker.sweep.api import SweepResult, run_sweep
+from governed_broker.sweep.collect import collect
+from governed_broker.sweep.plan import PlannedRun, SweepPlan, build_plan, replicate_seed
+from governed_broker.sweep.state import SweepDir
+
+__all__ = [
+    "PlannedRun",
+    "SweepDir",
+    "SweepPlan",
+    "SweepResult",
+    "build_plan",
+    "collect",
+    "replicate_seed",
+    "run_sweep",
+]

@@ -1,0 +1,151 @@
+"""The sweep directory and the per-run state records.
+
+Layout of a sweep directory::
+
+    SWEEP_DIR/
+      <run_id>/                     one complete run (as `governed-broker run` writes it)
+      <run_id>.partial/             a run that started and has not finished
+      sweep_runs.csv                index: one row per planned run
+      sweep_agents_yearly.parquet   combined agents_yearly.csv of the done runs (+ run_id ...)
+      sweep_model_yearly.csv        combined model_yearly.csv of the done runs
+      _sweep/plan.json              the runs of the last submission
+      _sweep/state/<run_id>.json    status, attempts, timings, error of each run
+      _sweep/errors/<run_id>.txt    traceback of a run's last failure
+      _sweep/slurm/                 submitit folder (sbatch scripts, logs, pickles)
+
+Every run writes its own state file (atomically: temp file + rename), so many workers on a
+shared filesystem never write the same file. A run is *done* when its directory holds
+``manifest.json`` (``run_experiment`` renames ``.partial`` into place only on success).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from governed_broker.config import ConfigError
+
+DONE, FAILED, RUNNING, PENDING = "done", "failed", "running", "pending"
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 with seconds."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass
+class RunState:
+    """What is known about one run's execution (``_sweep/state/<run_id>.json``).
+
+    Attributes:
+        status: ``running``, ``done`` or ``failed``.
+        attempts: How many times the run has been started.
+        started_at: ISO time of the last start.
+        finished_at: ISO time of the last end (done or failed).
+        duration_s: Seconds of the last attempt.
+        host: Machine of the last attempt.
+        task_id: ``pid:<pid>`` locally, the SLURM job id (``<array>_<index>``) on SLURM.
+        error: One-line error of the last failure.
+    """
+
+    status: str
+    attempts: int = 0
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+    host: str | None = None
+    task_id: str | None = None
+    error: str | None = None
+
+
+class SweepDir:
+    """Paths and state records of one sweep directory."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+
+    @property
+    def meta(self) -> Path:
+        """Bookkeeping folder ``_sweep``."""
+        return self.root / "_sweep"
+
+    @property
+    def plan_file(self) -> Path:
+        return self.meta / "plan.json"
+
+    @property
+    def slurm_folder(self) -> Path:
+        return self.meta / "slurm"
+
+    def run_dir(self, run_id: str) -> Path:
+        """Directory of a complete run."""
+        return self.root / run_id
+
+    def partial_dir(self, run_id: str) -> Path:
+        """Working directory of an unfinished run (``runner.partial_dir``)."""
+        return self.root / f"{run_id}.partial"
+
+    def state_file(self, run_id: str) -> Path:
+        return self.meta / "state" / f"{run_id}.json"
+
+    def error_file(self, run_id: str) -> Path:
+        return self.meta / "errors" / f"{run_id}.txt"
+
+    def is_done(self, run_id: str) -> bool:
+        """Whether the run finished (its directory holds ``manifest.json``)."""
+        return (self.run_dir(run_id) / "manifest.json").is_file()
+
+    def read_state(self, run_id: str) -> RunState | None:
+        """The run's state record, or None when it never started."""
+        path = self.state_file(run_id)
+        if not path.is_file():
+            return None
+        try:
+            return RunState(**json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"{path}: corrupt run state ({exc}); delete it to re-run") from exc
+
+    def write_state(self, run_id: str, state: RunState) -> None:
+        write_atomic(self.state_file(run_id), json.dumps(asdict(state), indent=1) + "\n")
+
+    def status(self, run_id: str, state: RunState | None = None) -> str:
+        """``done``, ``failed``, ``running`` or ``pending`` (never started)."""
+        if self.is_done(run_id):
+            return DONE
+        state = state if state is not None else self.read_state(run_id)
+        if state is None:
+            return PENDING
+        return DONE if state.status == DONE else state.status
+
+    def write_plan(self, plan_json: dict[str, Any]) -> None:
+        write_atomic(self.plan_file, json.dumps(plan_json, indent=1) + "\n")
+
+    def read_plan_json(self) -> dict[str, Any]:
+        """The stored plan; a clear error when ``root`` is not a sweep directory."""
+        if not self.plan_file.is_file():
+            raise ConfigError(
+                f"{self.root}: not a sweep directory (no _sweep/plan.json); pass the --out "
+                "directory of `governed-broker sweep`"
+            )
+        try:
+            return json.loads(self.plan_file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ConfigError(f"{self.plan_file}: corrupt plan ({exc})") from exc

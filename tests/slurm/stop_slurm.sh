@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Stop the single-node SLURM cluster started by tests/slurm/start_slurm.sh. Idempotent.
+# Cancels queued jobs, then stops slurmd, slurmctld, slurmdbd, mariadbd and munged in that order,
+# each by the PID in its pidfile (checked against /proc/PID/comm; never pkill/killall):
+# SIGTERM, up to 30 s of waiting, then SIGKILL.
+set -uo pipefail
+
+log() { echo "[stop_slurm] $*" >&2; }
+
+alive() {
+    local pid
+    [ -s "$1" ] || return 1
+    pid=$({ tr -dc '0-9' <"$1"; } 2>/dev/null)
+    [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] || return 1
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$2" ] || return 1
+    [ "$(sed -e 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" != Z ]
+}
+
+stop_pid() {
+    alive "$1" "$2" || return 0
+    local pid i
+    pid=$({ tr -dc '0-9' <"$1"; } 2>/dev/null)
+    log "stopping $2 (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 60); do alive "$1" "$2" || return 0; sleep 0.5; done
+    log "$2 (pid $pid) ignored SIGTERM for 30 s: SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+if alive /var/spool/slurmctld/slurmctld.pid slurmctld; then
+    jobs=$(squeue -h -o %i 2>/dev/null || true)
+    if [ -n "$jobs" ]; then
+        # job ids come from squeue, one per line; passed as separate arguments
+        mapfile -t ids <<<"$jobs"
+        scancel "${ids[@]}" 2>/dev/null || true
+        for _ in $(seq 30); do [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.5; done
+    fi
+fi
+
+stop_pid /var/spool/slurmd/slurmd.pid slurmd
+stop_pid /var/spool/slurmctld/slurmctld.pid slurmctld
+stop_pid /var/spool/slurmdbd/slurmdbd.pid slurmdbd
+stop_pid /var/spool/slurmdbd/mysql/mysqld.pid mariadbd
+stop_pid /run/munge/munged.pid munged
+log "stopped"
