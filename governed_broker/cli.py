@@ -19,7 +19,11 @@ from governed_broker import __version__
 from governed_broker.config.base import ConfigError
 
 #: Modules that add subcommands (each has ``register(subparsers)``); a missing one is an error.
-SUBCOMMAND_MODULES: tuple[str, ...] = ()
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "governed_broker.sweep.cli",  # sweep, collect, status
+    "governed_broker.analysis.cli",  # report
+    "governed_broker.llm.cli",  # model pull|verify|list
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
