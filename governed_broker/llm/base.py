@@ -22,6 +22,10 @@ class LLMTransportError(LLMError):
     """A transient transport failure (connection refused, timeout); retried with back-off."""
 
 
+class LLMTimeoutError(LLMTransportError):
+    """A call took longer than the configured timeout (retried like other transport errors)."""
+
+
 @dataclass(frozen=True)
 class LLMRequest:
     """One chat request.
@@ -104,6 +108,10 @@ class LLMBackend:
     def close(self) -> None:
         """Synchronous ``aclose``."""
         asyncio.run(self.aclose())
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for the run manifest (cache hits/misses, calls); empty for bare backends."""
+        return {}
 
     def describe(self) -> dict[str, Any]:
         """Identity for manifests: kind, model and capabilities."""

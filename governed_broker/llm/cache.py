@@ -1,0 +1,210 @@
+"""The SQLite response cache: never pay twice for the same call.
+
+The key is the sha256 of a canonical JSON document of everything that determines a reply:
+backend kind, model identity (file sha256 or server digest), messages, JSON schema and the
+sampling options including the seed. The request ``tag`` is a label and not part of the key.
+Each stored entry carries a sha256 of its payload; an entry whose checksum or JSON does not
+check out is counted as corrupt, deleted and fetched again, never returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from governed_broker.llm.base import LLMError, LLMRequest, LLMResponse
+
+CacheMode = Literal["readwrite", "readonly", "off"]
+KEY_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    payload TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    created_at REAL NOT NULL
+)
+"""
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON (sorted keys, no whitespace, UTF-8 kept) used for hashing."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def cache_key(backend_kind: str, model_id: str, request: LLMRequest) -> str:
+    """The cache key of a request sent to a backend/model (hex sha256)."""
+    document = {
+        "v": KEY_VERSION,
+        "backend": backend_kind,
+        "model": model_id,
+        "messages": [dict(m) for m in request.messages],
+        "schema": request.json_schema,
+        "options": {
+            "temperature": request.temperature,
+            "seed": request.seed,
+            "max_tokens": request.max_tokens,
+            "num_ctx": request.num_ctx,
+        },
+    }
+    return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
+
+
+def _payload_of(response: LLMResponse) -> str:
+    return canonical_json(
+        {
+            "text": response.text,
+            "parsed": response.parsed,
+            "prompt_tokens": response.prompt_tokens,
+            "completion_tokens": response.completion_tokens,
+            "latency_s": response.latency_s,
+            "backend": response.backend,
+            "model": response.model,
+            "extra": dict(response.extra),
+        }
+    )
+
+
+def _checksum(payload: str) -> str:
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """A SQLite file of replies keyed by :func:`cache_key`.
+
+    Args:
+        path: SQLite file (parent directories are created in ``readwrite`` mode).
+        mode: ``readwrite``, ``readonly`` (the file must exist; nothing is written) or ``off``.
+
+    Counters (``hits``, ``misses``, ``corrupt``, ``writes``) feed the run manifest.
+    """
+
+    def __init__(self, path: Path | str, mode: CacheMode = "readwrite") -> None:
+        if mode not in ("readwrite", "readonly", "off"):
+            raise LLMError(f"llm.cache.mode {mode!r}: use readwrite, readonly or off")
+        self.path = Path(path)
+        self.mode = mode
+        self.hits = self.misses = self.corrupt = self.writes = 0
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        if mode != "off":
+            self._conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            if self.mode == "readonly":
+                if not self.path.is_file():
+                    raise LLMError(
+                        f"response cache {self.path} does not exist but llm.cache.mode is "
+                        "readonly; point llm.cache.path at an existing cache or use readwrite"
+                    )
+                conn = sqlite3.connect(
+                    f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
+                )
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+                conn.execute("PRAGMA journal_mode=WAL")
+                # WAL + NORMAL: no fsync per commit (ms each); an OS crash can lose the last
+                # replies, never corrupt the file, and a lost reply is simply fetched again.
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(_SCHEMA)
+                conn.commit()
+            conn.execute("SELECT count(*) FROM responses").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise LLMError(
+                f"response cache {self.path} is not a usable SQLite database ({exc}); delete "
+                "it (a fresh one is created) or set llm.cache.mode: off"
+            ) from exc
+        return conn
+
+    def get(self, key: str) -> LLMResponse | None:
+        """Return the cached reply for ``key`` (``cached=True``) or None on a miss."""
+        if self._conn is None:
+            return None
+        start = time.perf_counter()
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT payload, checksum FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        response = self._decode(row[0], row[1])
+        if response is None:
+            self.corrupt += 1
+            self.misses += 1
+            self._delete(key)
+            return None
+        self.hits += 1
+        extra = dict(response.get("extra", {}))
+        extra["original_latency_s"] = response["latency_s"]
+        return LLMResponse(
+            text=response["text"],
+            parsed=response["parsed"],
+            prompt_tokens=response["prompt_tokens"],
+            completion_tokens=response["completion_tokens"],
+            latency_s=time.perf_counter() - start,
+            backend=response["backend"],
+            model=response["model"],
+            cached=True,
+            extra=extra,
+        )
+
+    @staticmethod
+    def _decode(payload: Any, checksum: Any) -> dict[str, Any] | None:
+        if not isinstance(payload, str) or checksum != _checksum(payload):
+            return None
+        try:
+            data = json.loads(payload)
+        except json.JSONDecodeError:
+            return None
+        needed = ("text", "parsed", "prompt_tokens", "completion_tokens", "latency_s",
+                  "backend", "model")
+        if not isinstance(data, dict) or any(k not in data for k in needed):
+            return None
+        return data
+
+    def _delete(self, key: str) -> None:
+        if self.mode != "readwrite" or self._conn is None:
+            return
+        with self._lock:
+            self._conn.execute("DELETE FROM responses WHERE key = ?", (key,))
+            self._conn.commit()
+
+    def put(self, key: str, response: LLMResponse) -> None:
+        """Store a reply (only in ``readwrite`` mode; cached replies are not re-stored)."""
+        if self.mode != "readwrite" or self._conn is None or response.cached:
+            return
+        payload = _payload_of(response)
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO responses (key, payload, checksum, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (key, payload, _checksum(payload), time.time()),
+            )
+            self._conn.commit()
+        self.writes += 1
+
+    def stats(self) -> dict[str, Any]:
+        """Counters and settings for the run manifest."""
+        return {
+            "mode": self.mode,
+            "path": str(self.path) if self.mode != "off" else None,
+            "hits": self.hits,
+            "misses": self.misses,
+            "corrupt": self.corrupt,
+            "writes": self.writes,
+        }
+
+    def close(self) -> None:
+        """Close the database connection."""
+        if self._conn is not None:
+            with self._lock:
+                self._conn.close()
+            self._conn = None

