@@ -142,6 +142,7 @@ def run_experiment(
     try:
         model, rows = _simulate(config, maker, work, ckpt,
                                 progress and config.outputs.progress)
+        llm = _llm_info(maker)
     finally:
         maker.close()
     remove_checkpoints(work)
@@ -153,12 +154,21 @@ def run_experiment(
         summary_plot(work / "model_yearly.csv", work / "summary.png", title=config.name)
     manifest = _manifest(config, maker, started, seconds, model, rows)
     manifest["resumed_from_year"] = None if ckpt is None else ckpt.year
+    manifest["llm"] = llm
     (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     if out_dir.exists():
         shutil.rmtree(out_dir)
     os.replace(work, out_dir)
     return RunResult(out_dir, config.years, model.n, rows, seconds, maker.name,
                      None if ckpt is None else ckpt.year)
+
+
+def _llm_info(maker: DecisionMaker) -> dict[str, Any] | None:
+    """Model identity and this process's call / cache statistics of an LLM decision maker."""
+    backend = getattr(maker, "backend", None)
+    if backend is None:
+        return None
+    return {"backend": backend.describe(), "stats": backend.stats()}
 
 
 def _resumable(work: Path, chash: str, overwrite: bool) -> Checkpoint | None:
