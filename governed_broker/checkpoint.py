@@ -96,14 +96,18 @@ def write_checkpoint(work: Path, model: FloodModel, *, config_hash: str, rows: i
 def latest_checkpoint(work: Path) -> Checkpoint | None:
     """The newest complete checkpoint of an unfinished run (None when there is none)."""
     done = sorted((work / CHECKPOINT_DIR).glob("year-*")) if work.is_dir() else []
-    for path in reversed(done):
-        try:
-            meta = json.loads((path / "state.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+    if not done:
+        return None
+    path = done[-1]  # only the newest is kept; it was renamed into place complete
+    try:
+        meta = json.loads((path / "state.json").read_text(encoding="utf-8"))
         return Checkpoint(path, int(meta["year"]), meta["config_hash"], int(meta["rows"]),
                           {k: int(v) for k, v in meta["sizes"].items()})
-    return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RuntimeError(
+            f"cannot resume {work}: checkpoint {path / 'state.json'} is unreadable ({exc!r}); "
+            f"move {work} away to keep its outputs, or pass --overwrite to start again"
+        ) from exc
 
 
 def rewind_outputs(work: Path, checkpoint: Checkpoint) -> None:

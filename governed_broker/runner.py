@@ -11,7 +11,6 @@ uninterrupted run.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import platform
@@ -32,8 +31,8 @@ from governed_broker.checkpoint import (
     rewind_outputs,
     write_checkpoint,
 )
-from governed_broker.config.base import ConfigError
 from governed_broker.config.experiment import ExperimentConfig
+from governed_broker.config.hashing import config_hash
 from governed_broker.config.loader import dump_resolved, load_agent_types
 from governed_broker.sim.baseline import BaselineDecisionMaker
 from governed_broker.sim.csvout import format_row, format_rows
@@ -77,12 +76,6 @@ def partial_dir(out_dir: Path) -> Path:
     """The working directory of a run that has not finished (``<out_dir>.partial``)."""
     out_dir = Path(out_dir)
     return out_dir.with_name(out_dir.name + ".partial")
-
-
-def config_hash(config: ExperimentConfig) -> str:
-    """sha256 of the resolved configuration (JSON with sorted keys)."""
-    text = json.dumps(config.model_dump(mode="json"), sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def build_decision_maker(config: ExperimentConfig, run_dir: Path) -> DecisionMaker:
@@ -135,9 +128,9 @@ def run_experiment(
     started, t0 = _now(), time.perf_counter()
     try:
         maker = decision_maker or build_decision_maker(config, work)
-    except ConfigError:
+    except BaseException:
         if fresh:
-            shutil.rmtree(work)  # a configuration error leaves nothing behind
+            shutil.rmtree(work)  # a run that could not start leaves nothing behind
         raise
     try:
         model, rows = _simulate(config, maker, work, ckpt,

@@ -33,6 +33,11 @@ class Experiments:
         data["population"]["size"] = 20
         data["agent_types"] = str((base.parent / data["agent_types"]).resolve())
         data["damage"]["table"] = str((base.parent / data["damage"]["table"]).resolve())
+        configs = REPO_ROOT / "configs"
+        data.setdefault("memory", {})["concepts_file"] = str(
+            configs / "knowledge" / "flood_concepts.yaml")
+        data.setdefault("governance", {})["context"] = {"prompts_dir": str(configs / "prompts")}
+        data.setdefault("rag", {})["knowledge_dir"] = str(configs / "knowledge")
         data["outputs"] = {"plots": False, "progress": False}
         return copy.deepcopy(data)
 

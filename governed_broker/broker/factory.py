@@ -21,10 +21,15 @@ REFLECTIONS_FILE = "reflections.jsonl"
 CALL_LOG_FILE = "llm_calls.sqlite"
 
 
-def run_id_of(config: ExperimentConfig) -> str:
-    """The run id written into audit records: ``<experiment name>-seed<seed>`` (stable, so a
-    run moved from its temporary directory keeps the ids its records carry)."""
-    return f"{config.name}-seed{config.seed}"
+def audit_run_id(config: ExperimentConfig) -> str:
+    """The run id written into audit records: ``<name>-<first 12 hex of the config hash>``.
+
+    The same id as a sweep gives the run, so records of different runs (ablation cases that
+    share a name and seed) never collide, and a resumed run keeps the ids it started with.
+    """
+    from governed_broker.config.hashing import config_hash
+
+    return f"{config.name}-{config_hash(config)[:12]}"
 
 
 def governance_rules(config: ExperimentConfig) -> tuple[SkillRegistry, GovernanceRules]:
@@ -99,7 +104,7 @@ def build_decision_maker(
         max_reason_chars=ctx.max_reason_chars,
         knowledge=knowledge,
     )
-    run_id = run_id_of(config)
+    run_id = audit_run_id(config)
     reflection = None
     if config.reflection.enabled:
         reflection = ReflectionEngine.from_dir(

@@ -270,7 +270,8 @@ def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> Experime
 
 def check_references(config: ExperimentConfig, source: Path) -> None:
     """Validate the files an experiment points at and their consistency with it."""
-    load_agent_types(config.resolve_path(config.agent_types))
+    agent_types = load_agent_types(config.resolve_path(config.agent_types))
+    check_combinations(config, source, agent_types)
     from governed_broker.sim.damage import load_damage_table
 
     load_damage_table(config.resolve_path(config.damage.table))
@@ -289,6 +290,32 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
             )
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
+
+
+def check_combinations(config: ExperimentConfig, source: Path,
+                       agent_types: AgentTypesConfig) -> None:
+    """Settings that would silently do nothing together are errors."""
+    llm = config.decision.maker == "llm"
+    remembers = config.memory.engine != "none"
+    if config.reflection.enabled and not (llm and remembers):
+        raise ConfigError(
+            f"{source}: field 'reflection.enabled': true needs decision.maker 'llm' and a "
+            f"memory engine (got maker {config.decision.maker!r}, memory.engine "
+            f"{config.memory.engine!r}); set reflection.enabled: false or change them")
+    if config.rag.enabled and not llm:
+        raise ConfigError(
+            f"{source}: field 'rag.enabled': true needs decision.maker 'llm' (the knowledge base "
+            f"feeds LLM prompts); got {config.decision.maker!r}")
+    if remembers:
+        if agent_types.memory is None:
+            raise ConfigError(
+                f"{source}: field 'memory.engine': {config.memory.engine!r} needs a 'memory:' "
+                f"section in {config.resolve_path(config.agent_types)}; add it or use 'none'")
+        concepts = config.resolve_path(config.memory.concepts_file)
+        if not concepts.is_file():
+            raise ConfigError(
+                f"{source}: field 'memory.concepts_file': {str(config.memory.concepts_file)!r} "
+                f"not found (resolved to {concepts})")
 
 
 def hazard_zone_names(config: ExperimentConfig) -> set[str]:

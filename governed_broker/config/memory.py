@@ -11,6 +11,7 @@ Two models live here:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -24,10 +25,13 @@ class MemoryConfig(StrictModel):
     ``engine``: ``humancentric`` (SPEC 3.1), ``window`` (only the current year's working items,
     the ablation baseline) or ``none``. ``overrides`` replaces parameters of the ``memory:``
     section of ``agent_types.yaml`` for this experiment (same names, scalar parameters only).
+    ``concepts_file`` is the households' semantic memory (concepts and relations; relative
+    paths resolve against the experiment file's directory).
     """
 
     engine: Literal["humancentric", "window", "none"] = "humancentric"
     overrides: dict[str, float | int] = {}
+    concepts_file: Path = Path("../configs/knowledge/flood_concepts.yaml")
 
 
 class KeywordCategory(StrictModel):

@@ -36,6 +36,14 @@ from pydantic import Field, field_validator, model_validator
 from governed_broker.config.base import StrictModel
 
 _PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")
+#: sbatch options the slurm executor (submitit) writes itself -> the field that sets them
+#: ("" when none may: submitit needs its own value, and more tasks would run every run twice).
+_SBATCH_OWN = {
+    "array": "", "output": "", "error": "", "open-mode": "", "signal": "",
+    "job-name": "job_name", "time": "time", "partition": "partition", "account": "account",
+    "qos": "qos", "cpus-per-task": "cpus_per_task", "mem": "mem_gb",
+    "gpus-per-node": "gpus_per_node", "nodes": "", "ntasks": "", "ntasks-per-node": "",
+}
 _SLURM_TIME = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+)(?::(\d+))?$")
 
 
@@ -121,9 +129,14 @@ class SlurmConfig(StrictModel):
         account: ``--account`` (required on clusters that enforce associations).
         qos: ``--qos``.
         extra: More ``#SBATCH`` directives, ``{name: value}`` without the dashes
-            (e.g. ``{constraint: skylake, exclusive: true}``).
+            (e.g. ``{constraint: skylake, exclusive: true}``; ``true`` writes the flag alone).
+            Names are sbatch long options (lower case, digits, dashes); values are one line
+            without control characters and are shell-quoted. Options that the executor sets
+            itself (``array``, ``output``, ...) or that have their own field here are refused.
         setup: Shell lines run in the job before Python starts (``module load ...``,
-            activating the environment); written verbatim into the sbatch script.
+            activating the environment). They are the user's own job-script prologue, trusted
+            like any script the user submits: written verbatim into the sbatch script and run
+            by bash on the compute node, so only put lines there that you would run yourself.
         runs_per_task: Runs executed one after another by each array task (avoid tiny jobs).
         max_array_size: Largest array to submit; None asks ``scontrol show config`` for
             MaxArraySize. Larger sweeps are split into several arrays.
@@ -162,9 +175,27 @@ class SlurmConfig(StrictModel):
     @field_validator("extra")
     @classmethod
     def _check_extra(cls, extra: dict) -> dict:
-        for key in extra:
-            if not re.match(r"^[a-z][a-z0-9-]*$", key):
-                raise ValueError(f"sweep.slurm.extra: {key!r} is not an sbatch option name")
+        for key, value in extra.items():
+            if not re.fullmatch(r"[a-z][a-z0-9-]*", key):
+                raise ValueError(
+                    f"sweep.slurm.extra: {key!r} is not an sbatch option name (lower-case "
+                    "letters, digits and dashes, without the leading '--')"
+                )
+            if key in _SBATCH_OWN:
+                raise ValueError(
+                    f"sweep.slurm.extra.{key}: set by the slurm executor itself"
+                    + (f"; use sweep.slurm.{_SBATCH_OWN[key]}" if _SBATCH_OWN[key] else "")
+                )
+            if value is False:
+                raise ValueError(
+                    f"sweep.slurm.extra.{key}: false is not an sbatch value; leave the key out"
+                )
+            text = str(value)
+            if any(ord(c) < 32 or ord(c) == 127 for c in text) or "#SBATCH" in text.upper():
+                raise ValueError(
+                    f"sweep.slurm.extra.{key}: {text!r} must be one line without control "
+                    "characters or '#SBATCH'"
+                )
         return extra
 
     @property

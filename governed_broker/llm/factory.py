@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import yaml
@@ -70,7 +71,10 @@ def _scripted(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
                 f"times; got {rule!r}"
             )
         rules.append(ScriptRule(str(rule["pattern"]), rule["reply"], rule.get("times")))
-    return ScriptedBackend(rules, name=cfg.model or path.stem)
+    backend = ScriptedBackend(rules, name=cfg.model or path.stem)
+    # the script's content is its model identity: two scripts never share cached replies
+    backend.model_id += "@sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return backend
 
 
 def build_backend(cfg: LLMConfig, base_dir: Path | None = None) -> LLMBackend:

@@ -321,7 +321,11 @@ class EpisodicStore:
         rids = [r[0] for r in self._conn.execute(
             "SELECT rid FROM episodes WHERE session_id GLOB '[0-9]*' "
             "AND CAST(session_id AS REAL) > ?", (float(year),))]
-        return self._delete_rids(rids)
+        removed = self._delete_rids(rids)
+        # ids continue after what remains, exactly as in a run that was never interrupted
+        self._next = int(self._conn.execute("SELECT COALESCE(MAX(rid), 0) FROM episodes")
+                         .fetchone()[0]) + 1
+        return removed
 
     def forget(self, strategy: str = "importance", *, threshold: float | None = None,
                max_age: float | None = None, now: float | None = None,

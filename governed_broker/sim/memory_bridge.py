@@ -48,7 +48,7 @@ class WorldMemory:
     def __init__(self, model: FloodModel, run_dir: Path | None, max_heuristics: int = 3) -> None:
         cfg, domain = model.config, model.domain
         self.model = model
-        self.semantic = SemanticMemory.from_yaml()
+        self.semantic = SemanticMemory.from_yaml(cfg.resolve_path(cfg.memory.concepts_file))
         self.max_heuristics = max_heuristics
         effects = {a: s.effect for a, s in domain.actions.items()}
         self.concepts = {a: s.concept for a, s in domain.actions.items() if s.concept}

@@ -46,3 +46,23 @@ def test_scripted_broker_run_uses_the_audit(fixtures_dir: Path):
     assert infeasible["n_infeasible"] > 0
     workload = governance_workload(run.agents).iloc[0]
     assert workload["n_retries"] == run.agents["retries"].sum() > 0
+
+
+def test_embedded_llm_run_is_a_real_model_run_explained_by_its_audit(fixtures_dir: Path):
+    """The committed demo run of the embedded model (8 households x 4 years)."""
+    from governed_broker.analysis import governance_workload, summarise_run
+
+    run = load_run(fixtures_dir / "embedded_llm_run")
+    assert run.manifest["decision_maker"].startswith("llm:embedded/qwen2.5-coder-0.5b")
+    assert run.manifest["llm"]["backend"]["sha256"] == (
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32")
+    assert run.manifest["llm"]["stats"]["calls"]["calls"] == 64  # 32 decisions + 32 reflections
+    assert run.decisions is not None and len(run.decisions) == len(run.agents) == 32
+    for row, rec in zip(run.agents.itertuples(), run.decisions, strict=True):
+        assert (row.year, row.agent_id) == (rec["year"], rec["agent_id"])
+        assert row.executed_action == rec["executed_action"]
+        assert len(rec["attempts"]) == 1 + rec["retries"]
+    assert set(run.agents["threat_label"]) <= {"VL", "L", "M", "H", "VH"}
+    assert governance_workload(run.agents).iloc[0]["n_decisions"] == 32
+    summary = summarise_run(run)
+    assert summary.metric_version and len(summary.trajectories) == 4

@@ -41,9 +41,9 @@ def test_factory_builds_a_broker_writing_into_the_run_dir(tmp_path):
     config = experiment(tmp_path, "governance.profile=relaxed", "reflection.enabled=true")
     broker = build_decision_maker(config, tmp_path / "run")
     try:
-        assert broker.name == "llm:scripted/scripted:s"
+        assert broker.name.startswith("llm:scripted/scripted:s@sha256:")
         assert broker.rules.profile == "relaxed" and broker.reflection is not None
-        assert broker.run_id == "demo-seed42"
+        assert broker.run_id.startswith("demo-") and len(broker.run_id) == len("demo-") + 12
     finally:
         broker.close()
     assert (tmp_path / "run" / "decisions.jsonl").exists()

@@ -54,7 +54,8 @@ def test_scripted_backend_from_a_rules_file(tmp_path):
     ask = LLMRequest.of([{"role": "user", "content": "insure?"}], json_schema={})
     assert backend.chat(ask).parsed["decision"] == "buy_insurance"
     assert backend.chat(ask).parsed["decision"] == "do_nothing"
-    assert backend.model_id == "scripted:rules" and backend.stats()["calls"]["calls"] == 2
+    assert backend.model_id.startswith("scripted:rules@sha256:")
+    assert backend.stats()["calls"]["calls"] == 2
 
 
 def test_bad_script_file_is_named(tmp_path):

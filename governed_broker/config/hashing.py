@@ -1,0 +1,62 @@
+"""The identity of a run's inputs: one hash over the settings and the files they name.
+
+``config_hash`` decides whether an unfinished run may be resumed and whether a sweep run is
+already done, so it must change whenever anything that can change the outputs changes: every
+setting, and the *contents* of every input file (agent types, damage table, population CSV,
+hazard schedule, prompt templates, knowledge documents, concepts graph, scripted replies).
+Settings that cannot change the outputs are left out: the ``sweep`` block (it describes the
+ensemble, not the run) and ``llm.hosts`` (which server answers, given the same model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from governed_broker.config.experiment import ExperimentConfig
+
+
+def input_paths(config: ExperimentConfig) -> dict[str, Path]:
+    """Input files and directories of an experiment, keyed by the path as written."""
+    named: list[Path | None] = [
+        config.agent_types, config.damage.table, config.population.file, config.hazard.file,
+        config.memory.concepts_file if config.memory.engine != "none" else None,
+    ]
+    if config.decision.maker == "llm":
+        named.append(config.governance.context.prompts_dir)
+        if config.llm is not None:
+            named.append(config.llm.script)
+        if config.rag.enabled:
+            named += [config.rag.knowledge_dir, config.rag.topics_file]
+    return {str(p): config.resolve_path(p) for p in named if p is not None}
+
+
+def _file_digests(key: str, path: Path) -> dict[str, str]:
+    if path.is_dir():
+        return {f"{key}/{f.relative_to(path).as_posix()}": _sha256(f)
+                for f in sorted(path.rglob("*")) if f.is_file()}
+    return {key: _sha256(path)}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def config_hash(config: ExperimentConfig) -> str:
+    """Hex sha256 of the run-relevant settings and the contents of every input file."""
+    settings = config.model_dump(mode="json")
+    settings.pop("sweep", None)
+    if settings.get("llm"):
+        settings["llm"].pop("hosts", None)
+    inputs: dict[str, str] = {}
+    for key, path in input_paths(config).items():
+        inputs.update(_file_digests(key, path))
+    text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
