@@ -267,34 +267,20 @@ def load_run(path: Path | str) -> RunData:
     )
 
 
-#: Columns of ``sweep_runs.csv`` that are bookkeeping, not swept parameters.
+#: Columns of ``sweep_runs.csv`` that are bookkeeping, not swept parameters (those that
+#: ``governed_broker.sweep.collect`` writes besides ``param.<path>``).
 SWEEP_BOOKKEEPING_COLUMNS = frozenset(
     {
-        "run_id",
-        "status",
-        "seed",
-        "replicate",
-        "out_dir",
-        "run_dir",
-        "error",
-        "message",
-        "started_at",
-        "finished_at",
-        "duration_s",
-        "wall_s",
-        "config_hash",
-        "attempts",
-        "task_id",
-        "index",
-        "sample_method",
-        "host",
+        "run_id", "index", "replicate", "seed", "sample_method", "status", "attempts",
+        "started_at", "finished_at", "duration_s", "host", "task_id", "run_dir", "error",
     }
 )
 
 
 def _sweep_parameters(runs: pd.DataFrame) -> list[str]:
-    """Swept parameter columns: ``param.*`` columns when present, else non-bookkeeping ones."""
-    prefixed = [c for c in runs.columns if c.startswith(("param.", "param:", "params."))]
+    """Swept parameter columns: the ``param.<path>`` columns that ``governed-broker sweep``
+    writes; in a table without them, every column that is not bookkeeping."""
+    prefixed = [c for c in runs.columns if c.startswith("param.")]
     if prefixed:
         return prefixed
     return [c for c in runs.columns if c not in SWEEP_BOOKKEEPING_COLUMNS]
@@ -306,8 +292,8 @@ def load_sweep(path: Path | str, completed_only: bool = True) -> SweepData:
     Args:
         path: A directory with ``sweep_runs.csv``, ``sweep_agents_yearly.parquet`` and
             ``sweep_model_yearly.csv``.
-        completed_only: Keep only runs whose ``status`` is ``done``/``completed``/``ok``/
-            ``skipped`` (failed runs are listed in ``runs`` but have no outcome rows).
+        completed_only: Keep only runs whose ``status`` is ``done`` (the sweep's other
+            statuses, ``failed``, ``running`` and ``pending``, have no outcome rows).
 
     Returns:
         SweepData; numeric parameter columns are converted to numbers.
@@ -353,7 +339,7 @@ def load_sweep(path: Path | str, completed_only: bool = True) -> SweepData:
     if unknown:
         raise AnalysisInputError(f"{agents_path}: run_id {unknown[0]!r} is not in {index_path}")
     if completed_only:
-        ok = runs["status"].str.lower().isin({"done", "completed", "ok", "skipped", "success"})
+        ok = runs["status"].astype(str) == "done"
         runs = runs[ok].reset_index(drop=True)
         agents = agents[agents["run_id"].isin(runs["run_id"])].reset_index(drop=True)
         model = model[model["run_id"].isin(runs["run_id"])].reset_index(drop=True)

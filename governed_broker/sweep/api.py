@@ -22,7 +22,7 @@ import pandas as pd
 
 from governed_broker.config import ConfigError
 from governed_broker.sweep.collect import collect, summary
-from governed_broker.sweep.plan import PlannedRun, SweepPlan, build_plan
+from governed_broker.sweep.plan import PlannedRun, SweepPlan, build_plan, llm_host_for
 from governed_broker.sweep.progress import SweepProgress
 from governed_broker.sweep.state import (
     DONE,
@@ -91,14 +91,29 @@ def runs_to_execute(
             exhausted.append(run)
         elif state is not None and state.status == RUNNING and _slurm_task(state.task_id):
             if live is None:
-                from governed_broker.sweep.slurm import live_slurm_jobs
-
-                live = live_slurm_jobs()
+                live = _live_slurm_jobs(sweep_dir, run.run_id, state.task_id)
             if state.task_id not in live:
                 todo.append(run)
         else:
             todo.append(run)
     return todo, invalid, exhausted
+
+
+def _live_slurm_jobs(sweep_dir: SweepDir, run_id: str, task_id: str) -> set[str]:
+    """The queued SLURM jobs; an error saying what to do when the queue cannot be read."""
+    from governed_broker.sweep.slurm import live_slurm_jobs
+
+    try:
+        return live_slurm_jobs()
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{sweep_dir.state_file(run_id)}: run {run_id} was running in SLURM task {task_id} "
+            f"of an earlier submission, and {exc}, so it cannot be told whether that task is "
+            "still running (running it again could execute it twice at once). Re-submit from "
+            "a login node of that cluster where `squeue` works; or, if you are sure no job of "
+            "this sweep is queued any more, delete the state files of its runs that are "
+            "'running' (`governed-broker status` lists them) and re-submit."
+        ) from exc
 
 
 def _slurm_task(task_id: str | None) -> bool:
@@ -114,7 +129,7 @@ def make_executor(plan: SweepPlan, executor: str, max_workers: int | None):
     if executor == "slurm":
         from governed_broker.sweep.slurm import SlurmExecutor
 
-        return SlurmExecutor(plan.sweep.slurm, plan.name, list(plan.sweep.llm_hosts))
+        return SlurmExecutor(plan.sweep.slurm, plan.name)
     raise ConfigError(f"--executor {executor!r}: allowed: local, slurm")
 
 
@@ -173,13 +188,8 @@ def _execute(
     executor = make_executor(plan, executor_name or plan.sweep.executor, max_workers)
     hosts = plan.sweep.llm_hosts
     items = [
-        WorkItem(
-            run.run_id,
-            tuple(plan.run_overrides(run)),
-            # the slurm executor assigns hosts per array task instead
-            hosts[n % len(hosts)] if hosts and executor.name == "local" else None,
-        )
-        for n, run in enumerate(todo)
+        WorkItem(run.run_id, tuple(plan.run_overrides(run)), llm_host_for(run.run_id, hosts))
+        for run in todo
     ]
     progress = SweepProgress(sweep_dir, [r.run_id for r in todo], enabled=show_progress)
     try:

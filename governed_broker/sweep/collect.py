@@ -41,6 +41,8 @@ def index_frame(sweep_dir: SweepDir, plan: SweepPlan) -> pd.DataFrame:
         info = asdict(state) if state else asdict(RunState(status))
         if status == DONE:
             info["error"] = None
+        elif state is not None and state.status == DONE:  # its directory went away
+            info["error"] = f"{run.run_id}/manifest.json is missing; re-submit to run it again"
         row = {
             "run_id": run.run_id,
             "index": run.index,

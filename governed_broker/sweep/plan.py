@@ -3,8 +3,8 @@
 Runs are the product of grid points, sampler points and replicates. Each run is described by
 ``--set`` overrides on top of the experiment file, so a worker (a local process or a SLURM
 array task) rebuilds exactly the same validated configuration with ``load_experiment``. A run's
-id is a hash of its resolved configuration (without the ``sweep`` block): re-submitting the same
-sweep finds the same ids and skips finished runs.
+id is a hash of its resolved configuration and input files (``run_id_of``): re-submitting the
+same sweep finds the same ids and skips finished runs.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 import yaml
 
 from governed_broker.config import ConfigError, ExperimentConfig, load_experiment
+from governed_broker.config.hashing import config_hash
 from governed_broker.config.sweep import SamplerConfig, SweepConfig
 from governed_broker.seeding import child_seed
 
@@ -37,15 +38,28 @@ def run_config(config: ExperimentConfig) -> ExperimentConfig:
 
 
 def run_id_of(config: ExperimentConfig) -> str:
-    """Id of a run: the first 12 hex digits of sha256 over the resolved run configuration.
+    """Id of a run: the first 12 hex digits of ``config_hash(run_config(config))``.
 
-    Same formula as ``governed_broker.runner.config_hash`` (sorted-key JSON of
-    ``model_dump(mode="json")``) applied to ``run_config(config)``, so a run's manifest hash
-    starts with its id. Relative paths enter as written, not the files' contents.
+    ``governed_broker.config.hashing.config_hash`` covers the resolved settings (without the
+    ``sweep`` block and ``llm.hosts``) and the contents of every input file, so a run's manifest
+    ``config_hash`` starts with its id, and editing an input file gives new ids.
     """
-    data = run_config(config).model_dump(mode="json")
-    text = json.dumps(data, sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return config_hash(run_config(config))[:12]
+
+
+def llm_host_for(run_id: str, hosts: Sequence[str]) -> str | None:
+    """The LLM host of a run: ``hosts[int(run_id, 16) % len(hosts)]``, None without hosts.
+
+    It depends only on the run id, so a run resumed or retried by a later submission uses the
+    same host as before (its checkpoint and cache entries came from that server).
+    """
+    if not hosts:
+        return None
+    try:
+        number = int(run_id, 16)
+    except ValueError:  # not a hash (an invalid run): any stable number will do
+        number = int(hashlib.sha256(run_id.encode("utf-8")).hexdigest(), 16)
+    return hosts[number % len(hosts)]
 
 
 def replicate_seed(seed: int, replicate: int) -> int:
@@ -70,14 +84,19 @@ def format_override(path: str, value: Any) -> str:
     """
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"sweep value for {path!r}: {value!r} is not a finite number")
-    try:
-        text = yaml.safe_dump(value, default_flow_style=True, width=10**9, allow_unicode=True)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"sweep value for {path!r}: {value!r} is not a YAML value") from exc
-    text = text.removesuffix("\n...\n").rstrip("\n")
-    if yaml.safe_load(text) != value:
-        raise ConfigError(f"sweep value for {path!r}: {value!r} does not survive YAML")
-    return f"{path}={text}"
+    # Readable Unicode first; escaped when a character (e.g. U+0085, a YAML line break) would
+    # not read back.
+    for allow_unicode in (True, False):
+        try:
+            text = yaml.safe_dump(
+                value, default_flow_style=True, width=10**9, allow_unicode=allow_unicode
+            )
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"sweep value for {path!r}: {value!r} is not a YAML value") from exc
+        text = text.removesuffix("\n...\n").rstrip("\n")
+        if yaml.safe_load(text) == value:
+            return f"{path}={text}"
+    raise ConfigError(f"sweep value for {path!r}: {value!r} does not survive YAML")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,10 @@ from governed_broker.config.sweep import SlurmConfig
 from governed_broker.sweep.progress import SweepProgress
 from governed_broker.sweep.state import SweepDir
 from governed_broker.sweep.worker import RunFunction, WorkItem, execute_runs
+
+#: Array size assumed when neither ``scontrol`` nor ``sweep.slurm.max_array_size`` gives one
+#: (SLURM's default MaxArraySize is 1001, i.e. indices 0..1000).
+ASSUMED_MAX_ARRAY_SIZE = 1000
 
 
 def cluster_max_array_size() -> int | None:
@@ -41,35 +46,35 @@ def cluster_max_array_size() -> int | None:
 
 
 def live_slurm_jobs() -> set[str]:
-    """Ids (``<job>`` and ``<array job>_<task>``) of this user's jobs in the SLURM queue.
+    """Ids (``<job>`` and ``<array job>_<task>``, one line per array task) of this user's
+    jobs in the SLURM queue.
 
-    Empty when SLURM is not installed here.
+    Raises:
+        ConfigError: ``squeue`` is not installed here or fails. Without the queue, runs still
+            executing in a queued task cannot be told from dead ones, and running them again
+            would execute them twice into the same directory.
     """
     if shutil.which("squeue") is None:
-        return set()
+        raise ConfigError("cannot list the SLURM queue: 'squeue' is not on PATH")
     try:
         out = subprocess.run(
-            ["squeue", "--me", "-h", "-o", "%i"], capture_output=True, text=True, timeout=60,
-            check=True,
+            ["squeue", "--me", "--array", "-h", "-o", "%i"], capture_output=True, text=True,
+            timeout=60, check=True,
         ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return set()
+    except subprocess.CalledProcessError as exc:
+        detail = (exc.stderr or "").strip().splitlines()
+        raise ConfigError(
+            f"cannot list the SLURM queue: squeue exited with code {exc.returncode}"
+            + (f" ({detail[0]})" if detail else "")
+        ) from exc
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ConfigError(f"cannot list the SLURM queue: squeue failed ({exc})") from exc
     return {line.strip() for line in out.splitlines() if line.strip()}
 
 
 def chunk(items: list[Any], size: int) -> list[list[Any]]:
     """Consecutive groups of at most ``size`` items."""
     return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def with_llm_hosts(items: list[WorkItem], hosts: list[str], per_task: int) -> list[WorkItem]:
-    """Assign ``hosts`` round-robin by task (all runs of one task share a host)."""
-    if not hosts:
-        return items
-    return [
-        WorkItem(i.run_id, i.overrides, hosts[(n // per_task) % len(hosts)], i.error)
-        for n, i in enumerate(items)
-    ]
 
 
 def submitit_parameters(options: SlurmConfig, name: str) -> dict[str, Any]:
@@ -104,7 +109,7 @@ class SlurmExecutor:
 
     name = "slurm"
 
-    def __init__(self, options: SlurmConfig, experiment_name: str, llm_hosts: list[str]) -> None:
+    def __init__(self, options: SlurmConfig, experiment_name: str) -> None:
         if shutil.which("sbatch") is None:
             raise ConfigError(
                 "sweep.executor is 'slurm' but 'sbatch' is not on PATH: run on a SLURM login "
@@ -118,15 +123,29 @@ class SlurmExecutor:
             ) from exc
         self.options = options
         self.experiment_name = experiment_name
-        self.llm_hosts = llm_hosts
         self.poll_s = 2.0
         self.jobs: list[Any] = []
 
     def array_size(self) -> int:
         """Largest array to submit: the YAML cap and the cluster's MaxArraySize, whichever
-        is smaller (array indices run 0..MaxArraySize-1)."""
-        sizes = [s for s in (self.options.max_array_size, cluster_max_array_size()) if s]
-        return min(sizes) if sizes else 1000
+        is smaller (array indices run 0..MaxArraySize-1).
+
+        When ``scontrol`` cannot tell MaxArraySize, ``sweep.slurm.max_array_size`` is used
+        as given; without it, ``ASSUMED_MAX_ARRAY_SIZE`` is assumed, with a warning on stderr.
+        """
+        configured = self.options.max_array_size
+        cluster = cluster_max_array_size()
+        if cluster is None and configured is None:
+            print(
+                "warning: could not read MaxArraySize from `scontrol show config`; assuming "
+                f"arrays of at most {ASSUMED_MAX_ARRAY_SIZE} tasks (SLURM's default MaxArraySize "
+                "is 1001). If sbatch rejects the array, set sweep.slurm.max_array_size to your "
+                "cluster's MaxArraySize (`--set sweep.slurm.max_array_size=N`).",
+                file=sys.stderr,
+                flush=True,
+            )
+            return ASSUMED_MAX_ARRAY_SIZE
+        return min(s for s in (configured, cluster) if s is not None)
 
     def execute(
         self,
@@ -140,7 +159,7 @@ class SlurmExecutor:
         import submitit
 
         per_task = self.options.runs_per_task
-        tasks = chunk(with_llm_hosts(items, self.llm_hosts, per_task), per_task)
+        tasks = chunk(items, per_task)
         executor = submitit.AutoExecutor(folder=sweep_dir.slurm_folder / "%j", cluster="slurm")
         executor.update_parameters(**submitit_parameters(self.options, self.experiment_name))
         submitted: list[tuple[Any, list[WorkItem]]] = []

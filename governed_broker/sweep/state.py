@@ -127,13 +127,18 @@ class SweepDir:
         write_atomic(self.state_file(run_id), json.dumps(asdict(state), indent=1) + "\n")
 
     def status(self, run_id: str, state: RunState | None = None) -> str:
-        """``done``, ``failed``, ``running`` or ``pending`` (never started)."""
+        """``done``, ``failed``, ``running`` or ``pending`` (never started).
+
+        Only a complete run directory (``is_done``) makes a run done: a state file that says
+        ``done`` while ``manifest.json`` is missing (the directory was deleted or moved) gives
+        ``pending``, and the next submission runs it again.
+        """
         if self.is_done(run_id):
             return DONE
         state = state if state is not None else self.read_state(run_id)
-        if state is None:
+        if state is None or state.status == DONE:
             return PENDING
-        return DONE if state.status == DONE else state.status
+        return state.status
 
     def write_plan(self, plan_json: dict[str, Any]) -> None:
         write_atomic(self.plan_file, json.dumps(plan_json, indent=1) + "\n")

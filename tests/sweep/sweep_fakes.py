@@ -10,7 +10,8 @@ are keyed on ``population.size`` so a sweep can contain them:
   until killed; later attempts finish normally (a task killed mid-run, then resumed);
 * 19: on its first attempt kills its own process with SIGKILL (a crashed worker).
 
-Every call appends a line to ``_test_markers/calls.log`` (to count the work done).
+Every call appends a line to ``_test_markers/calls.log`` (to count the work done) and, when the
+run has an ``llm`` block, ``<run_id> <llm.hosts>`` to ``_test_markers/hosts.log``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def fake_run(config, out_dir, *, progress: bool = True) -> Path:
     markers = _markers(out_dir)
     with open(markers / "calls.log", "a", encoding="utf-8") as log:
         log.write(out_dir.name + "\n")
+    if config.llm is not None:
+        with open(markers / "hosts.log", "a", encoding="utf-8") as log:
+            log.write(f"{out_dir.name} {','.join(config.llm.hosts)}\n")
     size = config.population.size
     first_attempt = not (markers / f"{out_dir.name}.json").exists()
     if size == 13:
@@ -86,3 +90,10 @@ def calls(sweep_dir: Path) -> list[str]:
     """Run ids the fake was called for, in call order."""
     log = Path(sweep_dir) / "_test_markers" / "calls.log"
     return log.read_text(encoding="utf-8").split() if log.exists() else []
+
+
+def hosts(sweep_dir: Path) -> list[tuple[str, str]]:
+    """(run id, its ``llm.hosts`` joined by commas) of each call with an ``llm`` block."""
+    log = Path(sweep_dir) / "_test_markers" / "hosts.log"
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    return [tuple(line.split(" ", 1)) for line in lines]

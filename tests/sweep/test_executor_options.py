@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+
+import pytest
+
+from governed_broker.config import ConfigError
 from governed_broker.config.sweep import SlurmConfig
 from governed_broker.sweep.local import describe_exit
+from governed_broker.sweep.plan import llm_host_for
 from governed_broker.sweep.progress import SweepProgress
-from governed_broker.sweep.slurm import chunk, submitit_parameters, with_llm_hosts
+from governed_broker.sweep.slurm import SlurmExecutor, chunk, submitit_parameters
 from governed_broker.sweep.state import FAILED, RUNNING, RunState, SweepDir
 from governed_broker.sweep.worker import WorkItem
 
@@ -27,12 +33,22 @@ def test_submitit_parameters_from_yaml_options():
     assert "mem_gb" not in minimal and "slurm_partition" not in minimal
 
 
-def test_submitit_accepts_the_parameters(tmp_path):
+def test_submitit_writes_the_expected_sbatch_directives(tmp_path):
     import submitit
 
     executor = submitit.AutoExecutor(folder=tmp_path, cluster="slurm")
-    executor.update_parameters(**submitit_parameters(SlurmConfig(partition="debug",
-                                                                 extra={"exclusive": True}), "x"))
+    options = SlurmConfig(partition="debug", time="00:30:00", mem_gb=2, account="proj42",
+                          extra={"exclusive": True, "constraint": "sky lake"},
+                          setup=["module load python/3.11"], array_parallelism=3)
+    executor.update_parameters(**submitit_parameters(options, "x"))
+    script = executor._executor._make_submission_file_text("python -m worker", "uid")
+    directives = {line for line in script.splitlines() if line.startswith("#SBATCH")}
+    for expected in ("--partition=debug", "--time=30", "--mem=2GB", "--account=proj42",
+                     "--job-name=gb-x", "--cpus-per-task=1", "--nodes=1",
+                     "--ntasks-per-node=1", "--exclusive", "--constraint='sky lake'"):
+        assert f"#SBATCH {expected}" in directives, expected
+    assert "module load python/3.11" in script.splitlines()
+    assert not any("--qos" in d or "--gpus-per-node" in d for d in directives)
 
 
 def test_chunking_respects_array_size():
@@ -43,11 +59,12 @@ def test_chunking_respects_array_size():
     assert [x for a in arrays for t in a for x in t] == list(range(23))
 
 
-def test_llm_hosts_round_robin_by_task():
-    items = [WorkItem(f"r{i}", ()) for i in range(6)]
-    hosts = [i.llm_host for i in with_llm_hosts(items, ["http://a:11434", "http://b:11434"], 2)]
-    assert hosts == ["http://a:11434"] * 2 + ["http://b:11434"] * 2 + ["http://a:11434"] * 2
-    assert with_llm_hosts(items, [], 2) == items
+def test_llm_host_depends_only_on_the_run_id():
+    hosts = ["http://a:11434", "http://b:11434", "http://c:11434"]
+    ids = [f"{n:012x}" for n in (0, 1, 2, 3, 0xABCDEF012345)]
+    assert [llm_host_for(i, hosts) for i in ids] == [hosts[int(i, 16) % 3] for i in ids]
+    assert llm_host_for("invalid-1234abcd", hosts) == llm_host_for("invalid-1234abcd", hosts)
+    assert llm_host_for("0123456789ab", []) is None
 
 
 def test_worker_applies_llm_host(experiment, tmp_path):
@@ -94,3 +111,63 @@ def test_runs_still_running_in_a_live_slurm_task_are_not_resubmitted(experiment,
     todo, invalid, exhausted = runs_to_execute(sweep_dir, plan, max_attempts=3)
     assert [r.run_id for r in todo] == [b]
     assert [r.run_id for r in exhausted] == [c] and invalid == []
+
+
+@pytest.mark.parametrize("failure", ["missing", "error"])
+def test_unreadable_slurm_queue_is_an_error_not_dead_tasks(experiment, tmp_path, monkeypatch,
+                                                          failure):
+    from governed_broker.sweep import slurm
+    from governed_broker.sweep.api import runs_to_execute
+    from governed_broker.sweep.plan import build_plan
+
+    if failure == "missing":
+        monkeypatch.setattr(slurm.shutil, "which", lambda name: None)
+    else:
+        def failing_squeue(*args, **kwargs):
+            raise subprocess.CalledProcessError(1, args[0], stderr="slurm_load_jobs error: "
+                                                "Unable to contact slurm controller\n")
+
+        monkeypatch.setattr(slurm.shutil, "which", lambda name: "/usr/bin/" + name)
+        monkeypatch.setattr(slurm.subprocess, "run", failing_squeue)
+    with pytest.raises(ConfigError, match="cannot list the SLURM queue"):
+        slurm.live_slurm_jobs()
+    plan = build_plan(experiment({"parameters": {"insurance.loading": [1.1, 1.2]}}))
+    sweep_dir = SweepDir(tmp_path / "s")
+    a, b = (r.run_id for r in plan.runs)
+    sweep_dir.write_state(b, RunState(FAILED, 1, task_id="pid:5"))
+    assert [r.run_id for r in runs_to_execute(sweep_dir, plan, 3)[0]] == [a, b]  # no SLURM run
+    sweep_dir.write_state(a, RunState(RUNNING, 1, task_id="77_3"))
+    with pytest.raises(ConfigError, match=f"run {a} was running in SLURM task 77_3"):
+        runs_to_execute(sweep_dir, plan, max_attempts=3)
+
+
+def test_unknown_max_array_size_is_announced(monkeypatch, capsys):
+    from governed_broker.sweep import slurm
+
+    executor = SlurmExecutor.__new__(SlurmExecutor)
+    executor.options = SlurmConfig()
+    monkeypatch.setattr(slurm, "cluster_max_array_size", lambda: None)
+    assert executor.array_size() == slurm.ASSUMED_MAX_ARRAY_SIZE
+    warning = capsys.readouterr().err
+    assert "MaxArraySize" in warning and "sweep.slurm.max_array_size" in warning
+    executor.options = SlurmConfig(max_array_size=50)
+    assert executor.array_size() == 50 and capsys.readouterr().err == ""
+    monkeypatch.setattr(slurm, "cluster_max_array_size", lambda: 20)
+    assert executor.array_size() == 20
+
+
+def test_a_done_state_without_its_run_directory_is_not_done(experiment, tmp_path):
+    from governed_broker.sweep.api import runs_to_execute
+    from governed_broker.sweep.collect import collect
+    from governed_broker.sweep.plan import build_plan
+    from governed_broker.sweep.state import DONE, PENDING
+
+    plan = build_plan(experiment({"parameters": {"insurance.loading": [1.1]}}))
+    sweep_dir = SweepDir(tmp_path / "s")
+    run_id = plan.runs[0].run_id
+    sweep_dir.write_plan(plan.to_json())
+    sweep_dir.write_state(run_id, RunState(DONE, 1))  # its directory was deleted since
+    assert sweep_dir.status(run_id) == PENDING
+    index = collect(sweep_dir, plan, force=True)
+    assert list(index["status"]) == [PENDING] and "manifest.json is missing" in index["error"][0]
+    assert [r.run_id for r in runs_to_execute(sweep_dir, plan, 3)[0]] == [run_id]

@@ -158,3 +158,22 @@ def test_coinciding_sampler_points_share_one_run(experiment, tmp_path):
     assert (result.index["sample_method"] == "sobol").all()
     model = pd.read_csv(out / "sweep_model_yearly.csv")
     assert model["run_id"].nunique() == unique and len(model) == unique * 3
+
+
+def test_a_retried_run_keeps_its_llm_host(experiment, tmp_path):
+    from governed_broker.sweep.plan import llm_host_for
+
+    hosts = ["http://gpu01:11434", "http://gpu02:11434", "http://gpu03:11434"]
+    sweep = {"parameters": {"population.size": [10, 13, 20, 21]}, "max_workers": 2,
+             "max_attempts": 2, "llm_hosts": hosts}
+    path, out = experiment(sweep), tmp_path / "sweep"
+    llm = ["llm.backend=ollama", "llm.model=gemma3:4b"]
+    first = _run(path, out, overrides=llm)
+    failed = pd.read_csv(out / "sweep_runs.csv").set_index("param.population.size").loc[13,
+                                                                                       "run_id"]
+    second = _run(path, out, overrides=llm)  # only the failed run, now first in the to-do list
+    assert len(first.executed) == 4 and second.executed == [failed]
+    calls = sweep_fakes.hosts(out)
+    assert len(calls) == 5 and [c for c in calls if c[0] == failed] == [
+        (failed, llm_host_for(failed, hosts))] * 2
+    assert all(host == llm_host_for(run_id, hosts) for run_id, host in calls)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest_sweep import TWELVE
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from governed_broker.config import ConfigError, load_experiment
@@ -47,6 +47,22 @@ def test_editing_an_unswept_setting_changes_every_id(experiment):
     before = {r.run_id for r in build_plan(path).runs}
     after = {r.run_id for r in build_plan(path, ["years=4"]).runs}
     assert not before & after
+
+
+def test_editing_an_input_file_changes_every_id_and_a_host_changes_none(experiment, tmp_path):
+    from conftest_sweep import REPO
+
+    agent_types = tmp_path / "agent_types_copy.yaml"
+    agent_types.write_bytes((REPO / "agent_types.yaml").read_bytes())
+    path = experiment(TWELVE)
+    overrides = [f"agent_types={agent_types}", "llm.backend=ollama", "llm.model=gemma3:4b"]
+    before = [r.run_id for r in build_plan(path, overrides).runs]
+    other_host = [r.run_id for r in build_plan(path, [*overrides, "llm.hosts=[http://x:1]"]).runs]
+    assert other_host == before
+    with open(agent_types, "a", encoding="utf-8") as handle:
+        handle.write("\n# edited\n")
+    after = {r.run_id for r in build_plan(path, overrides).runs}
+    assert not set(before) & after
 
 
 def test_replicate_seeds_from_seed_sequence():
@@ -123,6 +139,7 @@ def test_no_sweep_block_and_duplicates(experiment, tmp_path):
 
 @given(st.floats(allow_nan=False, allow_infinity=False)
        | st.integers(-10**12, 10**12) | st.booleans() | st.text(max_size=20))
+@example("\x85")  # a YAML line break: must be escaped
 def test_override_values_round_trip_through_yaml(value):
     text = format_override("a", value)
     assert yaml.safe_load(text.split("=", 1)[1]) == value

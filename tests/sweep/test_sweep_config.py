@@ -18,6 +18,14 @@ def test_slurm_time(text, minutes):
     {"slurm": {"time": "1"}},
     {"slurm": {"time": "soon"}},
     {"slurm": {"extra": {"--constraint": "x"}}},
+    {"slurm": {"extra": {"constraint": "x\n#SBATCH --partition=gpu"}}},
+    {"slurm": {"extra": {"comment": "x\ry"}}},
+    {"slurm": {"extra": {"comment": "#sbatch --qos=high"}}},
+    {"slurm": {"extra": {"exclusive": False}}},
+    {"slurm": {"extra": {"array": "0-99"}}},
+    {"slurm": {"extra": {"output": "/tmp/x"}}},
+    {"slurm": {"extra": {"ntasks-per-node": 2}}},
+    {"slurm": {"extra": {"partition": "gpu"}}},
     {"slurm": {"runs_per_task": 0}},
     {"slurm": {"partitoin": "debug"}},
     {"parameters": {"sweep.replicates": [1, 2]}},
@@ -38,3 +46,13 @@ def test_defaults_and_timeout():
     sweep = SweepConfig()
     assert sweep.executor == "local" and sweep.replicates == 1 and sweep.max_attempts == 3
     assert SlurmConfig(time="00:30:00").timeout_min == 30
+
+
+def test_extra_directives_that_are_allowed_and_why_others_are_not():
+    options = SlurmConfig(extra={"constraint": "skylake|icelake", "exclusive": True,
+                                 "mail-type": "END", "nice": 10})
+    assert options.extra["nice"] == 10
+    with pytest.raises(ValidationError, match="use sweep.slurm.partition"):
+        SlurmConfig(extra={"partition": "gpu"})
+    with pytest.raises(ValidationError, match="one line without control characters"):
+        SlurmConfig(extra={"constraint": "a\n#SBATCH --x"})
