@@ -138,8 +138,9 @@ class SlurmConfig(StrictModel):
             like any script the user submits: written verbatim into the sbatch script and run
             by bash on the compute node, so only put lines there that you would run yourself.
         runs_per_task: Runs executed one after another by each array task (avoid tiny jobs).
-        max_array_size: Largest array to submit; None asks ``scontrol show config`` for
-            MaxArraySize. Larger sweeps are split into several arrays.
+        max_array_size: Largest array to submit (the smaller of this and the cluster's
+            MaxArraySize from ``scontrol show config``); when neither is known, 1000 is
+            assumed with a warning. Larger sweeps are split into several arrays.
         array_parallelism: Tasks of one array running at once (``--array=...%N``).
         job_name: Job name; default ``gb-<experiment name>``.
     """
@@ -223,8 +224,9 @@ class SweepConfig(StrictModel):
         max_workers: Local processes at once; None uses the number of CPUs.
         max_attempts: A failed run is retried on re-submission until it has failed this often.
         slurm: Options of the slurm executor.
-        llm_hosts: LLM server URLs given to runs round-robin (by array task for slurm, by run
-            for local) as ``llm.hosts``; empty keeps the experiment's ``llm.hosts``.
+        llm_hosts: LLM server URLs; each run gets one as its ``llm.hosts``, chosen from its
+            run id (``int(run_id, 16) % len(llm_hosts)``), so a run keeps its host across
+            resubmissions and retries; empty keeps the experiment's ``llm.hosts``.
     """
 
     cases: dict[str, dict[str, Any]] = {}
