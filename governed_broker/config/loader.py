@@ -212,7 +212,8 @@ def read_experiment_yaml(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, 
 
     ``extends: other.yaml`` names an experiment file in the same directory whose settings this
     file starts from: mappings are merged key by key (recursively), anything else in this file
-    replaces the inherited value. Same directory, so relative paths mean the same in both.
+    replaces the inherited value, and ``key: null`` removes an inherited key (the setting
+    returns to its default). Same directory, so relative paths mean the same in both.
     """
     data = read_yaml(path)
     if not isinstance(data, dict):
@@ -237,7 +238,9 @@ def read_experiment_yaml(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, 
 def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in top.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        if value is None:
+            out.pop(key, None)  # `key: null` drops the inherited setting (back to its default)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _merge(out[key], value)
         else:
             out[key] = value

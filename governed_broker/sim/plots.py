@@ -16,6 +16,7 @@ def summary_plot(model_yearly_csv: Path, png: Path, *, title: str = "") -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     df = pd.read_csv(model_yearly_csv)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True)
@@ -31,6 +32,7 @@ def summary_plot(model_yearly_csv: Path, png: Path, *, title: str = "") -> None:
                color="tab:blue", alpha=0.7)
     bottom.set_ylabel("million USD")
     bottom.set_xlabel("year")
+    bottom.xaxis.set_major_locator(MaxNLocator(integer=True))  # years are whole steps
     bottom.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(png, dpi=100)

@@ -30,6 +30,14 @@ def test_child_merges_mappings_and_replaces_values(exps: Path) -> None:
     assert child.insurance == base.insurance
 
 
+def test_null_removes_an_inherited_key(exps: Path) -> None:
+    (exps / "child.yaml").write_text(
+        "extends: baseline.yaml\nname: child\nhazard:\n  mode: fixed\n  zones: null\n"
+        "  household_sigma: null\n  events: [{year: 2, depth_m: {high: 1.0}}]\n")
+    config = load_experiment(exps / "child.yaml")
+    assert config.hazard.mode == "fixed" and config.hazard.events[0].year == 2
+
+
 def test_grandchild_chain_and_overrides(exps: Path) -> None:
     (exps / "child.yaml").write_text("extends: baseline.yaml\nname: child\nyears: 3\n")
     (exps / "grandchild.yaml").write_text("extends: child.yaml\nname: grandchild\n")
