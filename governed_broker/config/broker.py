@@ -38,14 +38,15 @@ class ContextConfig(StrictModel):
         max_memories: Most retrieved memories shown in one prompt (the memory engine already
             bounds retrieval; this guards the budget).
         max_reason_chars: Longest ``reason`` string the response schema allows. Short
-            reasons save generation time on CPU: 120 characters is one short sentence (~25
-            words); the embedded 0.5B model otherwise writes 100-200 characters per reason.
+            reasons save generation time on CPU: 100 characters is one short sentence (~18
+            words; local_llm.md section 5 recommends ~100); the embedded 0.5B model otherwise
+            writes 100-200 characters per reason, and a longer one is cut mid-sentence.
     """
 
     prompts_dir: Path = Path("../configs/prompts")
     token_budget: int = Field(default=3000, ge=200, le=200_000)
     max_memories: int = Field(default=10, ge=0, le=100)
-    max_reason_chars: int = Field(default=120, ge=20, le=2000)
+    max_reason_chars: int = Field(default=100, ge=20, le=2000)
 
 
 class GovernanceConfig(StrictModel):
