@@ -75,7 +75,6 @@ class HouseholdMemory:
         self.flooded_this_year = False
         self._insured_next = False  # a policy bought this year covers next year
         self._pending: dict[str, Any] | None = None  # last decision awaiting its outcome
-        self.last_report: ConsolidationReport | None = None  # of the latest end_year
 
     @classmethod
     def from_config(cls, agent_id: int | str, params: MemoryParams | None,
@@ -228,7 +227,6 @@ class HouseholdMemory:
         """Consolidate (working -> long-term and the run's store; facts; heuristics)."""
         report = consolidate(self.engine, year, store=self.store, semantic=self.semantic,
                              procedural=self.procedural, forget_policy=self.forget_policy)
-        self.last_report = report
         self.flooded_this_year = False
         return report
 
