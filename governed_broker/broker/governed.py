@@ -331,6 +331,7 @@ class GovernedBroker:
             "estimated_prompt_tokens": p.estimated_tokens,
             "memory_ids": list(p.memory_ids),
             "knowledge_sources": list(p.knowledge_sources),
+            "knowledge_retrieval": p.knowledge_retrieval,
             "state_before": _state_before(s),
             "allowed_actions": list(s.allowed_actions),
             "action_costs_usd": dict(s.action_costs_usd),

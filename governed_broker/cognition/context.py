@@ -50,6 +50,8 @@ class Prompt:
         memory_ids: Ids of the memories shown, in prompt order.
         knowledge_sources: Sources of the knowledge-base chunks shown.
         estimated_tokens: Prompt size estimate (characters / 4).
+        knowledge_retrieval: The knowledge base's account of the retrieval (topics fired,
+            queries, chunks, failed query expansions), when the provider gives one.
     """
 
     messages: tuple[Mapping[str, str], ...]
@@ -58,6 +60,7 @@ class Prompt:
     memory_ids: tuple[Any, ...]
     knowledge_sources: tuple[str, ...]
     estimated_tokens: int
+    knowledge_retrieval: Mapping[str, Any] | None = None
 
 
 def money(value: float) -> str:
@@ -164,20 +167,27 @@ class ContextBuilder:
         """``build`` for use inside an event loop: knowledge providers with an async
         ``achunks_for`` (LLM query expansion) are awaited rather than blocking the loop."""
         chunks: list[Any] = []
+        retrieval = None
         if self.knowledge is not None:
+            aretrieve = getattr(self.knowledge, "aretrieve_for", None)
             achunks = getattr(self.knowledge, "achunks_for", None)
-            if callable(achunks):
+            if callable(aretrieve):  # the full account goes into the audit
+                found = await aretrieve(situation)
+                chunks, retrieval = list(found.chunks), found.to_dict()
+            elif callable(achunks):
                 chunks = list(await achunks(situation))
             else:
                 chunks = list(self.knowledge.chunks_for(situation))
-        return self.build(situation, chunks=chunks)
+        return self.build(situation, chunks=chunks, retrieval=retrieval)
 
-    def build(self, situation: HouseholdSituation, chunks: Sequence[Any] | None = None) -> Prompt:
+    def build(self, situation: HouseholdSituation, chunks: Sequence[Any] | None = None,
+              retrieval: Mapping[str, Any] | None = None) -> Prompt:
         """Build the prompt for one household; raises ``ContextBudgetError`` if too large.
 
         Args:
             situation: The household's situation.
             chunks: Knowledge chunks already retrieved; None asks the knowledge provider.
+            retrieval: The provider's account of how ``chunks`` were found (for the audit).
         """
         memories = list(situation.memories)[: self.max_memories]
         if chunks is None:
@@ -217,6 +227,7 @@ class ContextBuilder:
             memory_ids=tuple(getattr(m, "id", None) for m in memories),
             knowledge_sources=tuple(str(getattr(c, "source", "")) for c in chunks),
             estimated_tokens=tokens,
+            knowledge_retrieval=retrieval,
         )
 
     def feedback_governance(self, issues: Sequence[tuple[str, str]]) -> str:
