@@ -157,11 +157,16 @@ def run_experiment(
 
 
 def _llm_info(maker: DecisionMaker) -> dict[str, Any] | None:
-    """Model identity and this process's call / cache statistics of an LLM decision maker."""
+    """Model identity and this process's call / cache statistics of an LLM decision maker
+    (and its knowledge base's statistics when it has one)."""
     backend = getattr(maker, "backend", None)
     if backend is None:
         return None
-    return {"backend": backend.describe(), "stats": backend.stats()}
+    info = {"backend": backend.describe(), "stats": backend.stats()}
+    knowledge = getattr(getattr(maker, "context", None), "knowledge", None)
+    if knowledge is not None and hasattr(knowledge, "stats"):
+        info["knowledge_base"] = knowledge.stats()
+    return info
 
 
 def _resumable(work: Path, chash: str, overwrite: bool) -> Checkpoint | None:

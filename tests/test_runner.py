@@ -93,3 +93,18 @@ def test_failed_run_leaves_no_complete_directory(experiments, tmp_path) -> None:
         run_experiment(experiments.config(), tmp_path / "run", progress=False,
                        decision_maker=Broken())
     assert not (tmp_path / "run").exists()
+
+
+def test_manifest_records_llm_and_knowledge_base(experiments, tmp_path, repo_root) -> None:
+    llm = {"backend": "scripted", "model": "resume",
+           "script": str(repo_root / "tests" / "fixtures" / "scripted_resume.yaml"),
+           "cache": {"mode": "off"}}
+    config = experiments.config(["years=2", "population.size=4", "decision.maker=llm",
+                                 f"llm={json.dumps(llm)}", "rag.enabled=true",
+                                 "memory.engine=humancentric"])
+    run_experiment(config, tmp_path / "run", progress=False)
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["llm"]["backend"]["kind"] == "scripted"
+    assert manifest["llm"]["stats"]["calls"]["calls"] >= 8  # 4 households x 2 years
+    assert manifest["llm"]["knowledge_base"]["n_documents"] == 4
+    assert manifest["resumed_from_year"] is None
