@@ -37,7 +37,7 @@ from governed_broker.config.loader import dump_resolved, load_agent_types
 from governed_broker.sim.baseline import BaselineDecisionMaker
 from governed_broker.sim.csvout import format_row, format_rows
 from governed_broker.sim.decision import DecisionMaker
-from governed_broker.sim.model import AGENT_COLUMNS, MODEL_COLUMNS, FloodModel
+from governed_broker.sim.model import AGENT_COLUMNS, FloodModel
 
 #: Packages whose versions are recorded in the manifest.
 _VERSIONED = ("governed-broker", "mesa", "numpy", "pandas", "pydantic", "pyyaml", "networkx",
@@ -201,7 +201,7 @@ def _simulate(
           open(work / "model_yearly.csv", mode, encoding="utf-8", newline="") as model_f):
         if ckpt is None:
             agents_f.write(",".join(AGENT_COLUMNS) + "\n")
-            model_f.write(",".join(MODEL_COLUMNS) + "\n")
+            model_f.write(",".join(model.model_columns) + "\n")
         bar = tqdm(range(model.year, config.years), desc=config.name, unit="year",
                    initial=model.year, total=config.years,
                    disable=not (progress and sys.stderr.isatty()))
@@ -209,7 +209,7 @@ def _simulate(
             model.step()
             cols = model.last_agent_columns
             agents_f.write(format_rows(AGENT_COLUMNS, cols))
-            model_f.write(format_row(MODEL_COLUMNS, model.last_model_row))
+            model_f.write(format_row(model.model_columns, model.last_model_row))
             agents_f.flush()
             model_f.flush()
             rows += len(cols["agent_id"])

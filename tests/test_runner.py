@@ -108,3 +108,19 @@ def test_manifest_records_llm_and_knowledge_base(experiments, tmp_path, repo_roo
     assert manifest["llm"]["stats"]["calls"]["calls"] >= 8  # 4 households x 2 years
     assert manifest["llm"]["knowledge_base"]["n_documents"] == 4
     assert manifest["resumed_from_year"] is None
+
+
+def test_action_counts_follow_the_domain(experiments, tmp_path, repo_root) -> None:
+    """``n_<action>`` columns come from agent_types.yaml, not from a fixed list."""
+    text = (repo_root / "agent_types.yaml").read_text()
+    domain = tmp_path / "agent_types.yaml"
+    domain.write_text(text.replace("buy_insurance", "insure_home"))
+    data = experiments.data()
+    data["agent_types"] = str(domain)
+    config = experiments.config(["years=4"], data=data)
+    run_experiment(config, tmp_path / "run", progress=False)
+    model = pd.read_csv(tmp_path / "run" / "model_yearly.csv")
+    agents = pd.read_csv(tmp_path / "run" / "agents_yearly.csv")
+    assert "n_insure_home" in model.columns and "n_buy_insurance" not in model.columns
+    per_year = agents[agents["executed_action"] == "insure_home"].groupby("year").size()
+    assert model.set_index("year")["n_insure_home"].sum() == per_year.sum() > 0

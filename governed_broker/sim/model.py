@@ -47,14 +47,23 @@ AGENT_COLUMNS = (
     "decision_maker",
 )
 
-#: Columns of ``model_yearly.csv``.
-MODEL_COLUMNS = (
+_MODEL_HEAD = (
     "year", "n_households", "n_active", "n_flooded", "flood_occurred", "share_insured",
     "share_elevated", "share_relocated", "share_insured_and_elevated", "share_no_measure",
     "total_damage_usd", "total_payout_usd", "total_premiums_usd", "total_action_costs_usd",
-    "mean_depth_flooded_m", "n_do_nothing", "n_buy_insurance", "n_elevate_house", "n_relocate",
-    "n_rejected", "n_retries", "n_infeasible",
+    "mean_depth_flooded_m",
 )
+_MODEL_TAIL = ("n_rejected", "n_retries", "n_infeasible")
+
+
+def model_columns(action_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Columns of ``model_yearly.csv`` for a domain: one ``n_<action>`` count per action id
+    of ``agent_types.yaml``, in its order, between the fixed columns."""
+    return _MODEL_HEAD + tuple(f"n_{a}" for a in action_ids) + _MODEL_TAIL
+
+
+#: Columns of ``model_yearly.csv`` with the shipped ``agent_types.yaml`` (its four actions).
+MODEL_COLUMNS = model_columns(("do_nothing", "buy_insurance", "elevate_house", "relocate"))
 
 
 @dataclass
@@ -151,6 +160,7 @@ class FloodModel(mesa.Model):
         self.decision_maker = decision_maker
         self.domain = agent_types or load_agent_types(config.resolve_path(config.agent_types))
         self.action_ids = list(self.domain.actions)
+        self.model_columns = model_columns(self.action_ids)
         self.default_action = self.domain.default_action
         self.damage_table: DamageTable = load_damage_table(config.resolve_path(config.damage.table))
         population = load_population(config.population, config.seed, config.resolve_path)
@@ -521,10 +531,7 @@ class FloodModel(mesa.Model):
             "total_premiums_usd": float(np.sum(c["premium"])),
             "total_action_costs_usd": float(np.sum(c["action_cost"])),
             "mean_depth_flooded_m": float(c["depth"][flooded].mean()) if flooded.any() else np.nan,
-            "n_do_nothing": int(np.sum(executed == "do_nothing")),
-            "n_buy_insurance": int(np.sum(executed == "buy_insurance")),
-            "n_elevate_house": int(np.sum(executed == "elevate_house")),
-            "n_relocate": int(np.sum(executed == "relocate")),
+            **{f"n_{a}": int(np.sum(executed == a)) for a in self.action_ids},
             "n_rejected": statuses.count("rejected"),
             "n_retries": int(sum(d.retries for d in c["decisions"])),
             "n_infeasible": int((~c["feasible"]).sum()),
