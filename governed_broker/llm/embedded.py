@@ -22,7 +22,7 @@ from typing import Any
 
 from governed_broker.llm.base import LLMBackend, LLMError, LLMRequest, LLMResponse
 from governed_broker.llm.model_store import sha256_file
-from governed_broker.llm.reliability import openai_response_format, parse_json_reply
+from governed_broker.llm.reliability import chat_completion_response, openai_response_format
 
 _SERVERS: dict[tuple, Any] = {}
 _SERVERS_LOCK = threading.Lock()
@@ -182,27 +182,13 @@ class EmbeddedBackend(LLMBackend):
             raise LLMError(f"embedded model {self.model_id} returned an error: {detail}")
         choice = result["choices"][0]
         text = choice["message"].get("content") or ""
-        parsed, parse_error = (None, None)
-        if request.json_schema is not None:
-            parsed, parse_error = parse_json_reply(text)
-        usage = result.get("usage", {})
         extra: dict[str, Any] = {
             "finish_reason": choice.get("finish_reason"),
             "timings": result.get("timings", {}),
             "runtime": f"xllamacpp {runtime_version()}",
         }
-        if parse_error:
-            extra["parse_error"] = parse_error
-        return LLMResponse(
-            text=text,
-            parsed=parsed,
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            latency_s=latency,
-            backend=self.kind,
-            model=self.model_id,
-            extra=extra,
-        )
+        return chat_completion_response(result, text, request, latency_s=latency,
+                                        backend=self.kind, model=self.model_id, extra=extra)
 
     async def aclose(self) -> None:
         # The loaded model stays in the process-wide registry for reuse; only the pool goes.

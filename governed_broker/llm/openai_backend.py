@@ -25,8 +25,8 @@ from governed_broker.llm.base import (
 from governed_broker.llm.reliability import (
     RetryPolicy,
     call_with_retries,
+    chat_completion_response,
     openai_response_format,
-    parse_json_reply,
     transport_error_class,
 )
 
@@ -203,25 +203,11 @@ class OpenAICompatibleBackend(LLMBackend):
             text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError) as exc:
             raise LLMError(f"{base} returned a reply without choices: {str(data)[:300]}") from exc
-        parsed, parse_error = (None, None)
-        if request.json_schema is not None:
-            parsed, parse_error = parse_json_reply(text)
-        usage = data.get("usage") or {}
         extra: dict[str, Any] = {"host": base, "finish_reason": choice.get("finish_reason")}
         if "timings" in data:
             extra["timings"] = data["timings"]
-        if parse_error:
-            extra["parse_error"] = parse_error
-        return LLMResponse(
-            text=text,
-            parsed=parsed,
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            latency_s=latency,
-            backend=self.kind,
-            model=self.model_id,
-            extra=extra,
-        )
+        return chat_completion_response(data, text, request, latency_s=latency,
+                                        backend=self.kind, model=self.model_id, extra=extra)
 
     async def aclose(self) -> None:
         if self._state is not None and self._state.loop is asyncio.get_running_loop():

@@ -15,7 +15,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from governed_broker.llm.base import LLMTimeoutError, LLMTransportError
+from governed_broker.llm.base import (
+    LLMRequest,
+    LLMResponse,
+    LLMTimeoutError,
+    LLMTransportError,
+)
 
 T = TypeVar("T")
 
@@ -95,6 +100,33 @@ def parse_json_reply(text: str) -> tuple[Any, str | None]:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
         return None, f"reply is not valid JSON ({exc.msg} at char {exc.pos}): {text[:120]!r}"
+
+
+def chat_completion_response(
+    data: Mapping[str, Any], text: str, request: LLMRequest, *, latency_s: float,
+    backend: str, model: str, extra: dict[str, Any],
+) -> LLMResponse:
+    """The ``LLMResponse`` of an OpenAI-style chat-completion reply (llama.cpp, vLLM, ...).
+
+    Parses ``text`` when the request asked for a schema (a parse failure is recorded in
+    ``extra["parse_error"]``, never guessed) and takes token counts from ``data["usage"]``.
+    """
+    parsed, parse_error = (None, None)
+    if request.json_schema is not None:
+        parsed, parse_error = parse_json_reply(text)
+    if parse_error:
+        extra["parse_error"] = parse_error
+    usage = data.get("usage") or {}
+    return LLMResponse(
+        text=text,
+        parsed=parsed,
+        prompt_tokens=int(usage.get("prompt_tokens", 0)),
+        completion_tokens=int(usage.get("completion_tokens", 0)),
+        latency_s=latency_s,
+        backend=backend,
+        model=model,
+        extra=extra,
+    )
 
 
 def openai_response_format(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
