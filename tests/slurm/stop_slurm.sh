@@ -7,25 +7,8 @@ set -uo pipefail
 
 log() { echo "[stop_slurm] $*" >&2; }
 
-alive() {
-    local pid
-    [ -s "$1" ] || return 1
-    pid=$({ tr -dc '0-9' <"$1"; } 2>/dev/null)
-    [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] || return 1
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$2" ] || return 1
-    [ "$(sed -e 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" != Z ]
-}
-
-stop_pid() {
-    alive "$1" "$2" || return 0
-    local pid i
-    pid=$({ tr -dc '0-9' <"$1"; } 2>/dev/null)
-    log "stopping $2 (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 60); do alive "$1" "$2" || return 0; sleep 0.5; done
-    log "$2 (pid $pid) ignored SIGTERM for 30 s: SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-}
+# shellcheck source=tests/slurm/pidfile.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pidfile.sh"
 
 if alive /var/spool/slurmctld/slurmctld.pid slurmctld; then
     jobs=$(squeue -h -o %i 2>/dev/null || true)
