@@ -34,6 +34,15 @@ from governed_broker.checkpoint import (
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.hashing import config_hash
 from governed_broker.config.loader import dump_resolved, load_agent_types
+from governed_broker.run_dir import (
+    TMP_PREFIX,
+    RunLock,
+    check_out_dir,
+    partial_dir,
+    remove_run_dir,
+    require_own_run,
+    write_atomic,
+)
 from governed_broker.sim.baseline import BaselineDecisionMaker
 from governed_broker.sim.csvout import format_row, format_rows
 from governed_broker.sim.decision import DecisionMaker
@@ -42,6 +51,10 @@ from governed_broker.sim.model import AGENT_COLUMNS, FloodModel
 #: Packages whose versions are recorded in the manifest.
 _VERSIONED = ("governed-broker", "mesa", "numpy", "pandas", "pydantic", "pyyaml", "networkx",
               "matplotlib", "tqdm")
+
+
+__all__ = ["OutputExistsError", "RunResult", "build_decision_maker", "partial_dir",
+           "run_experiment"]
 
 
 class OutputExistsError(RuntimeError):
@@ -72,12 +85,6 @@ class RunResult:
     resumed_from_year: int | None = None
 
 
-def partial_dir(out_dir: Path) -> Path:
-    """The working directory of a run that has not finished (``<out_dir>.partial``)."""
-    out_dir = Path(out_dir)
-    return out_dir.with_name(out_dir.name + ".partial")
-
-
 def build_decision_maker(config: ExperimentConfig, run_dir: Path) -> DecisionMaker:
     """The decision maker the experiment asks for."""
     if config.decision.maker == "baseline":
@@ -100,26 +107,43 @@ def run_experiment(
 
     Args:
         config: The validated experiment.
-        out_dir: The run directory to create.
+        out_dir: The run directory to create (checked by ``run_dir.check_out_dir``).
         progress: Show a progress bar over years (only on a terminal).
-        overwrite: Replace an existing complete ``out_dir``.
+        overwrite: Replace an existing complete ``out_dir`` (only one that is recognisably a
+            run of ours).
         decision_maker: Use this maker instead of the one ``config.decision`` names (tests).
 
     An unfinished run of the same configuration in ``<out_dir>.partial`` is resumed from its
-    last checkpoint; one of another configuration is an error unless ``overwrite`` is True,
-    which discards it.
+    last checkpoint (one that was killed while finishing is only finished); one of another
+    configuration is an error unless ``overwrite`` is True, which discards it. The whole run
+    holds ``<out_dir>.lock``, so a second run into the same directory is refused.
 
     Raises:
         OutputExistsError: ``out_dir`` exists, or ``<out_dir>.partial`` holds an unfinished run
             of another configuration, and ``overwrite`` is False.
+        ConfigError: ``out_dir`` is not a place a run may write (see ``run_dir``), or
+            another run holds its lock.
     """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not overwrite:
-        raise OutputExistsError(
-            f"{out_dir} already exists; choose another --out or pass --overwrite"
-        )
+    out_dir = check_out_dir(out_dir)
+    with RunLock(out_dir):
+        if out_dir.exists():
+            if not overwrite:
+                raise OutputExistsError(
+                    f"{out_dir} already exists; choose another --out or pass --overwrite")
+            require_own_run(out_dir, finished=True, action="replace")
+        return _run_locked(config, out_dir, progress, overwrite, decision_maker)
+
+
+def _run_locked(config: ExperimentConfig, out_dir: Path, progress: bool, overwrite: bool,
+                decision_maker: DecisionMaker | None) -> RunResult:
     work = partial_dir(out_dir)
-    ckpt = _resumable(work, config_hash(config), overwrite)
+    chash = config_hash(config)
+    finished = _finished_manifest(work, chash, overwrite)
+    if finished is not None:  # killed after finishing, before the rename: only publish
+        _publish(work, out_dir)
+        return RunResult(out_dir, config.years, finished["n_households"], finished["n_agent_rows"],
+                         0.0, finished["decision_maker"], finished.get("resumed_from_year"))
+    ckpt = _resumable(work, chash, overwrite)
     fresh = ckpt is None
     if fresh:
         work.mkdir(parents=True)
@@ -138,22 +162,56 @@ def run_experiment(
         llm = _llm_info(maker)
     finally:
         maker.close()
-    remove_checkpoints(work)
     seconds = time.perf_counter() - t0
-    (work / "config.yaml").write_text(dump_resolved(config), encoding="utf-8")
-    if config.outputs.plots:
-        from governed_broker.sim.plots import summary_plot
-
-        summary_plot(work / "model_yearly.csv", work / "summary.png", title=config.name)
     manifest = _manifest(config, maker, started, seconds, model, rows)
     manifest["resumed_from_year"] = None if ckpt is None else ckpt.year
     manifest["llm"] = llm
-    (work / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(work, out_dir)
+    _finalise(config, work, manifest)
+    _publish(work, out_dir)
     return RunResult(out_dir, config.years, model.n, rows, seconds, maker.name,
                      None if ckpt is None else ckpt.year)
+
+
+def _finalise(config: ExperimentConfig, work: Path, manifest: dict[str, Any]) -> None:
+    """Write the end-of-run files; the manifest last, so that it marks a finished run.
+
+    The final year's checkpoint stays until the manifest is in place: a run killed before that
+    resumes from it, simulates no year and finishes again.
+    """
+    write_atomic(work / "config.yaml", dump_resolved(config))
+    if config.outputs.plots:
+        from governed_broker.sim.plots import summary_plot
+
+        tmp = work / (TMP_PREFIX + "summary.png")
+        summary_plot(work / "model_yearly.csv", tmp, title=config.name)
+        os.replace(tmp, work / "summary.png")
+    write_atomic(work / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+
+
+def _publish(work: Path, out_dir: Path) -> None:
+    """Drop the checkpoints of a finished run and move it into place (replacing ``out_dir``,
+    already checked to be one of our runs)."""
+    remove_checkpoints(work)
+    if out_dir.exists():
+        remove_run_dir(out_dir, finished=True)
+    os.replace(work, out_dir)
+
+
+def _finished_manifest(work: Path, chash: str, overwrite: bool) -> dict[str, Any] | None:
+    """The manifest of a finished run in ``work`` that was never moved into place (None: the
+    run in ``work``, if any, has not finished)."""
+    if not (work / "manifest.json").is_file():
+        return None
+    require_own_run(work, finished=True, action="resume")
+    manifest = json.loads((work / "manifest.json").read_text(encoding="utf-8"))
+    if manifest["config_hash"] == chash:
+        return manifest
+    if not overwrite:
+        raise OutputExistsError(
+            f"{work} holds a finished run of a different configuration; pass --overwrite to "
+            "discard it, or choose another --out")
+    remove_run_dir(work, finished=True)
+    return None
 
 
 def _llm_info(maker: DecisionMaker) -> dict[str, Any] | None:
@@ -173,6 +231,7 @@ def _resumable(work: Path, chash: str, overwrite: bool) -> Checkpoint | None:
     """The checkpoint to resume from in ``work`` (None: start afresh, ``work`` removed)."""
     if not work.exists():
         return None
+    require_own_run(work, finished=False, action="resume")
     ckpt = latest_checkpoint(work)
     if ckpt is not None and ckpt.config_hash != chash:
         if not overwrite:
@@ -182,7 +241,7 @@ def _resumable(work: Path, chash: str, overwrite: bool) -> Checkpoint | None:
             )
         ckpt = None
     if ckpt is None:
-        shutil.rmtree(work)  # nothing completed yet: starting again loses nothing
+        remove_run_dir(work, finished=False)  # nothing completed yet: starting again loses nothing
     return ckpt
 
 

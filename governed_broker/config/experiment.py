@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, field_validator
 
 from governed_broker.config.base import StrictModel
 from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
@@ -34,7 +34,11 @@ from governed_broker.config.world import (
 class ExperimentConfig(StrictModel):
     """A complete, validated experiment."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(
+        min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="run name; the default output is outputs/<name>, so it starts with a letter "
+                    "or digit (never '.' or '..') and has no separators",
+    )
     description: str = ""
     seed: int = Field(ge=0, le=2**63 - 1)
     years: int = Field(ge=1, le=1000)
@@ -55,6 +59,15 @@ class ExperimentConfig(StrictModel):
     rag: RAGConfig = RAGConfig()
     outputs: OutputConfig = OutputConfig()
     sweep: SweepConfig | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_not_a_work_file(cls, name: str) -> str:
+        # outputs/<name>.partial and .lock belong to the run <name>; a run so named would
+        # collide with another run's working directory or lock
+        if name.endswith((".partial", ".lock")):
+            raise ValueError("must not end in '.partial' or '.lock' (names of a run's work files)")
+        return name
 
     #: Directory that relative paths are resolved against (the experiment file's folder).
     _base_dir: Path | None = PrivateAttr(default=None)

@@ -1,0 +1,195 @@
+"""Run directories: confinement, what --overwrite may delete, one writer, resumable finishing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import governed_broker.runner as runner_mod
+from governed_broker.cli import main
+from governed_broker.config.base import ConfigError
+from governed_broker.run_dir import RunLock, check_out_dir, describe_foreign, lock_path
+from governed_broker.runner import partial_dir, run_experiment
+
+OUTPUTS = ("agents_yearly.csv", "model_yearly.csv")
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch) -> Path:
+    """A working directory holding a sentinel file and one finished run under outputs/."""
+    cwd = tmp_path / "project"
+    (cwd / "outputs" / "precious").mkdir(parents=True)
+    (cwd / "sentinel.txt").write_text("keep me")
+    (cwd / "outputs" / "precious" / "manifest.json").write_text("{}")
+    monkeypatch.chdir(cwd)
+    return cwd
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("name", ["..", ".", ".hidden", "a/b", "x.partial", "x.lock"])
+def test_names_that_escape_or_collide_are_refused(experiments, workspace, capsys, name) -> None:
+    data = experiments.data()
+    data["name"] = name
+    path = experiments.write(data)
+    before = _tree(workspace)
+    assert main(["run", str(path), "--set", "years=2", "--overwrite"]) == 2
+    assert "field 'name'" in capsys.readouterr().err
+    assert _tree(workspace) == before
+
+
+@pytest.mark.parametrize("out", ["..", ".", "outputs/..", "outputs/precious/../.."])
+def test_out_at_or_above_the_working_directory_is_refused(experiments, workspace, capsys,
+                                                          out) -> None:
+    path = experiments.write(experiments.data())
+    before = _tree(workspace)
+    assert main(["run", str(path), "--set", "years=2", "--out", out, "--overwrite"]) == 2
+    assert "working directory or a parent" in capsys.readouterr().err
+    assert _tree(workspace) == before
+    assert (workspace / "sentinel.txt").read_text() == "keep me"
+
+
+def test_overwrite_refuses_a_folder_of_runs(experiments, workspace, capsys) -> None:
+    path = experiments.write(experiments.data())
+    before = _tree(workspace)
+    assert main(["run", str(path), "--set", "years=2", "--out", "outputs", "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert "does not look like one governed_broker run" in err and "precious" in err
+    assert _tree(workspace) == before
+
+
+def test_overwrite_refuses_a_foreign_manifest(experiments, workspace, capsys) -> None:
+    path = experiments.write(experiments.data())
+    assert main(["run", str(path), "--set", "years=2", "--out", "outputs/precious",
+                 "--overwrite"]) == 2
+    assert "manifest.json is not one governed_broker writes" in capsys.readouterr().err
+    assert (workspace / "outputs" / "precious" / "manifest.json").read_text() == "{}"
+
+
+def test_overwrite_replaces_our_own_run(experiments, workspace) -> None:
+    path = experiments.write(experiments.data())
+    assert main(["run", str(path), "--set", "years=2", "--out", "outputs/r"]) == 0
+    first = (workspace / "outputs" / "r" / "manifest.json").read_text()
+    assert main(["run", str(path), "--set", "years=3", "--out", "outputs/r", "--overwrite"]) == 0
+    assert json.loads((workspace / "outputs" / "r" / "manifest.json").read_text())["years"] == 3
+    assert first != (workspace / "outputs" / "r" / "manifest.json").read_text()
+    assert not lock_path(workspace / "outputs" / "r").exists()
+
+
+def test_a_symlinked_work_directory_is_refused(tmp_path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "run.partial").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match="symbolic link"):
+        check_out_dir(tmp_path / "run", cwd=tmp_path / "elsewhere")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="not a directory"):
+        check_out_dir(tmp_path / "file", cwd=tmp_path / "elsewhere")
+
+
+def test_describe_foreign_names_strangers(tmp_path) -> None:
+    (tmp_path / "agents_yearly.csv").write_text("")
+    assert describe_foreign(tmp_path, finished=False) is None
+    (tmp_path / "thesis.tex").write_text("")
+    assert "thesis.tex" in describe_foreign(tmp_path, finished=False)
+
+
+_HOLD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from governed_broker.run_dir import RunLock
+    lock = RunLock(Path(sys.argv[1]))
+    lock.acquire()
+    print("locked", flush=True)
+    time.sleep(60)
+""")
+
+
+def _holder(out: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(out)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_a_second_writer_is_refused_and_a_killed_holder_releases(experiments, tmp_path,
+                                                                 capsys) -> None:
+    out = tmp_path / "run"
+    path = experiments.write(experiments.data())
+    holder = _holder(out)
+    try:
+        assert main(["run", str(path), "--set", "years=2", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"held by PID {holder.pid}" in err and "another run is writing" in err
+        assert not out.exists() and not partial_dir(out).exists()
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert main(["run", str(path), "--set", "years=2", "--out", str(out)]) == 0
+
+
+def test_lock_is_exclusive_within_a_process(tmp_path) -> None:
+    with RunLock(tmp_path / "x"), pytest.raises(ConfigError, match=f"PID {os.getpid()}"):
+        RunLock(tmp_path / "x").acquire()
+    with RunLock(tmp_path / "x"):  # released and removed: takes it again
+        assert lock_path(tmp_path / "x").is_file()
+
+
+class Crash(RuntimeError):
+    """Stands for a process dying at a chosen point."""
+
+
+def _die(monkeypatch, target, name: str) -> None:
+    def crashing(*args, **kwargs):
+        raise Crash(name)
+
+    monkeypatch.setattr(target, name, crashing)
+
+
+@pytest.mark.parametrize("where", ["summary_plot", "manifest", "publish"])
+def test_a_kill_while_finishing_never_reruns_a_year(experiments, tmp_path, monkeypatch,
+                                                    where) -> None:
+    data = experiments.data()
+    data["outputs"]["plots"] = True
+    config = experiments.config(["years=4"], data=data)
+    reference = run_experiment(config, tmp_path / "reference", progress=False).out_dir
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        if where == "summary_plot":
+            import governed_broker.sim.plots as plots
+            _die(patch, plots, "summary_plot")
+        elif where == "manifest":
+            original = runner_mod.write_atomic
+
+            def crash_on_manifest(path, text):
+                if path.name == "manifest.json":
+                    raise Crash("manifest")
+                return original(path, text)
+
+            patch.setattr(runner_mod, "write_atomic", crash_on_manifest)
+        else:
+            _die(patch, runner_mod, "remove_checkpoints")
+        with pytest.raises(Crash):
+            run_experiment(config, out, progress=False)
+    assert partial_dir(out).is_dir() and not out.exists()
+    steps: list[int] = []
+    real_step = runner_mod.FloodModel.step
+    monkeypatch.setattr(runner_mod.FloodModel, "step",
+                        lambda self: steps.append(self.year) or real_step(self))
+    result = run_experiment(config, out, progress=False)
+    assert steps == []  # every year had been simulated: finishing only
+    assert result.out_dir == out.resolve() and not partial_dir(out).exists()
+    for name in OUTPUTS:
+        assert (out / name).read_bytes() == (reference / name).read_bytes()
+    assert (out / "summary.png").is_file() and not (out / "checkpoints").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["n_agent_rows"] == json.loads(
+        (reference / "manifest.json").read_text())["n_agent_rows"]
