@@ -25,11 +25,14 @@ from typing import Any
 
 from governed_broker.checkpoint import (
     Checkpoint,
+    CheckpointError,
+    CheckpointWriter,
+    Verified,
     latest_checkpoint,
     remove_checkpoints,
     restore,
     rewind_outputs,
-    write_checkpoint,
+    verify_checkpoint,
 )
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.hashing import config_hash
@@ -143,7 +146,7 @@ def _run_locked(config: ExperimentConfig, out_dir: Path, progress: bool, overwri
         _publish(work, out_dir)
         return RunResult(out_dir, config.years, finished["n_households"], finished["n_agent_rows"],
                          0.0, finished["decision_maker"], finished.get("resumed_from_year"))
-    ckpt = _resumable(work, chash, overwrite)
+    ckpt, verified = _resumable(work, chash, overwrite)
     fresh = ckpt is None
     if fresh:
         work.mkdir(parents=True)
@@ -157,7 +160,7 @@ def _run_locked(config: ExperimentConfig, out_dir: Path, progress: bool, overwri
             shutil.rmtree(work)  # a run that could not start leaves nothing behind
         raise
     try:
-        model, rows = _simulate(config, maker, work, ckpt,
+        model, rows = _simulate(config, maker, work, ckpt, verified,
                                 progress and config.outputs.progress)
         llm = _llm_info(maker)
     finally:
@@ -227,32 +230,40 @@ def _llm_info(maker: DecisionMaker) -> dict[str, Any] | None:
     return info
 
 
-def _resumable(work: Path, chash: str, overwrite: bool) -> Checkpoint | None:
-    """The checkpoint to resume from in ``work`` (None: start afresh, ``work`` removed)."""
+def _resumable(work: Path, chash: str,
+               overwrite: bool) -> tuple[Checkpoint, Verified] | tuple[None, None]:
+    """The verified checkpoint to resume from in ``work`` ((None, None): start afresh, ``work``
+    removed). With ``overwrite``, an unfinished run of another configuration or with a
+    checkpoint that fails verification is discarded; without, either is an error."""
     if not work.exists():
-        return None
+        return None, None
     require_own_run(work, finished=False, action="resume")
-    ckpt = latest_checkpoint(work)
-    if ckpt is not None and ckpt.config_hash != chash:
+    try:
+        ckpt = latest_checkpoint(work)
+        if ckpt is not None and ckpt.config_hash != chash:
+            if not overwrite:
+                raise OutputExistsError(
+                    f"{work} holds an unfinished run of a different configuration; pass "
+                    "--overwrite to discard it, or choose another --out")
+            ckpt = None
+        if ckpt is not None:
+            return ckpt, verify_checkpoint(work, ckpt)  # before anything is cut or changed
+    except CheckpointError:
         if not overwrite:
-            raise OutputExistsError(
-                f"{work} holds an unfinished run of a different configuration; pass "
-                "--overwrite to discard it, or choose another --out"
-            )
-        ckpt = None
-    if ckpt is None:
-        remove_run_dir(work, finished=False)  # nothing completed yet: starting again loses nothing
-    return ckpt
+            raise
+    remove_run_dir(work, finished=False)  # nothing (trustworthy) completed: start again
+    return None, None
 
 
 def _simulate(
     config: ExperimentConfig, maker: DecisionMaker, work: Path, ckpt: Checkpoint | None,
-    progress: bool,
+    verified: Verified | None, progress: bool,
 ) -> tuple[FloodModel, int]:
     from tqdm import tqdm
 
     model = FloodModel(config, maker, run_dir=work)
-    rows, mode, chash = 0, "w", config_hash(config)
+    rows, mode = 0, "w"
+    checkpoints = CheckpointWriter(work, config_hash(config), verified)
     if ckpt is not None:
         restore(model, ckpt)
         rows, mode = ckpt.rows, "a"
@@ -272,7 +283,7 @@ def _simulate(
             agents_f.flush()
             model_f.flush()
             rows += len(cols["agent_id"])
-            write_checkpoint(work, model, config_hash=chash, rows=rows)
+            checkpoints.write(model, rows)
     if model.world_memory is not None:
         model.world_memory.finish(model.year, markdown=config.outputs.memory_markdown)
     return model, rows

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import governed_broker.runner as runner_mod
-from governed_broker.checkpoint import CHECKPOINT_DIR, latest_checkpoint
+from governed_broker.checkpoint import CHECKPOINT_DIR, CheckpointWriter, latest_checkpoint
 from governed_broker.runner import OutputExistsError, partial_dir, run_experiment
 from governed_broker.sim.model import FloodModel
 
@@ -55,7 +54,7 @@ def _crash_in(monkeypatch, target, name: str, year: int) -> None:
     (FloodModel, "hazard_phase", 1),        # before anything of year 1 was written
     (FloodModel, "execution_phase", 3),     # mid-year, after decisions
     (FloodModel, "reflection_phase", 5),    # after execution, before consolidation
-    (runner_mod, "write_checkpoint", 4),    # rows written, checkpoint not yet
+    (CheckpointWriter, "write", 4),         # rows written, checkpoint not yet
 ])
 def test_resume_after_crash_is_identical(
     experiments, tmp_path, monkeypatch, reference, target, name, year

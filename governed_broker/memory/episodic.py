@@ -109,6 +109,30 @@ def _json(value: Any, what: str) -> str:
         raise ValueError(f"episode {what} must be JSON-serialisable: {exc}") from exc
 
 
+def digest_episode_rows(conn: sqlite3.Connection, hasher: Any, *, after_rid: int = 0,
+                        max_year: float | None = None) -> int:
+    """Feed every episode row after ``after_rid`` (in ``rid`` order) into ``hasher``.
+
+    Checkpoints use it to fingerprint a store's logical content (the file's bytes change freely
+    under SQLite); with ``max_year``, rows of numeric sessions after it are left out (what an
+    interrupted year added). Works on a read-only connection. Returns the last ``rid`` fed
+    (``after_rid`` when none was).
+    """
+    sql = f"SELECT {_COLS}, embedding FROM episodes WHERE rid > ?"
+    args: list[Any] = [int(after_rid)]
+    if max_year is not None:
+        sql += " AND NOT (session_id GLOB '[0-9]*' AND CAST(session_id AS REAL) > ?)"
+        args.append(float(max_year))
+    last = int(after_rid)
+    for row in conn.execute(sql + " ORDER BY rid", args):
+        *cols, blob = row
+        hasher.update(json.dumps(cols, ensure_ascii=True).encode("ascii"))
+        hasher.update(b"" if blob is None else bytes(blob))
+        hasher.update(b"\n")
+        last = int(row[0])
+    return last
+
+
 def combined_score(similarity: float, age_years: float, importance: float) -> float:
     """``(0.8*sim + 0.2/(1+age)) * (0.8 + 0.4*importance)`` (seed 004)."""
     recency = 1.0 / (1.0 + max(0.0, age_years))
@@ -326,6 +350,11 @@ class EpisodicStore:
         self._next = int(self._conn.execute("SELECT COALESCE(MAX(rid), 0) FROM episodes")
                          .fetchone()[0]) + 1
         return removed
+
+    def digest_rows(self, hasher: Any, *, after_rid: int = 0,
+                    max_year: float | None = None) -> int:
+        """Feed stored rows into ``hasher`` (see ``digest_episode_rows``)."""
+        return digest_episode_rows(self._conn, hasher, after_rid=after_rid, max_year=max_year)
 
     def forget(self, strategy: str = "importance", *, threshold: float | None = None,
                max_age: float | None = None, now: float | None = None,
