@@ -28,8 +28,18 @@ def _json_default(value: Any) -> Any:
 
 
 def to_json_line(record: Mapping[str, Any]) -> str:
-    """One record as a JSON line (UTF-8 text, no trailing newline)."""
-    return json.dumps(record, ensure_ascii=False, default=_json_default)
+    """One record as a JSON line (UTF-8 text, no trailing newline).
+
+    Text reaching an audit record has been cleaned (``contracts.text.clean_text``); should a
+    string still hold a lone surrogate, which UTF-8 cannot store, the line is written with
+    ASCII escapes instead, so the writer never fails on any string.
+    """
+    line = json.dumps(record, ensure_ascii=False, default=_json_default)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(record, ensure_ascii=True, default=_json_default)
+    return line
 
 
 class JsonlWriter:

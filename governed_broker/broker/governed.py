@@ -178,7 +178,7 @@ class GovernedBroker:
         """Ask until approved or a budget is exhausted; returns the provisional status."""
         budget = self.governance
         while True:
-            response = await self._ask(conv)
+            response, cleaned = (await self._ask(conv)).sanitised()
             result = parse_decision(
                 response.text,
                 self.registry.ids,
@@ -186,6 +186,7 @@ class GovernedBroker:
                 response.parsed if isinstance(response.parsed, dict) else None,
             )
             record = self._attempt_record(conv, response, result)
+            record["repairs"] = cleaned + record["repairs"]
             if not result.ok:
                 conv.last_parse_error = result.error
                 if conv.retries["format"] >= budget.max_parse_retries:

@@ -205,9 +205,11 @@ class ReflectionEngine:
             json.dumps(base, sort_keys=True).encode("utf-8")).hexdigest()
         messages, attempts = base, []
         for attempt in range(self.config.max_parse_retries + 1):
-            response = await self._ask(messages, target.agent_id, year, attempt)
+            response, cleaned = (await self._ask(messages, target.agent_id, year,
+                                                 attempt)).sanitised()
             insights, repairs, error = parse_insights(
                 response.text, self.config.n_insights, self.config.max_insight_chars)
+            repairs = cleaned + repairs
             attempts.append(self._attempt(attempt, target.agent_id, year, response,
                                           repairs, error))
             if error is None:

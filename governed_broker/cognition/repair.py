@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from governed_broker.cognition.schema import DecisionReply
 from governed_broker.config.broker import PMT_LABELS
+from governed_broker.contracts.text import clean_json_strings, loads_bounded
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -84,17 +85,22 @@ def extract_json_object(text: str) -> tuple[dict[str, Any] | None, list[str], st
         repairs.append("removed text around the JSON object")
         body = body[start : end + 1]
     try:
-        obj = json.loads(body)
+        obj = loads_bounded(body)
     except json.JSONDecodeError:
         fixed = _TRAILING_COMMA.sub(r"\1", body)
         try:
-            obj = json.loads(fixed)
+            obj = loads_bounded(fixed)
         except json.JSONDecodeError as exc:
             return None, repairs, f"the reply is not valid JSON ({exc.msg} at character {exc.pos})"
+        except ValueError as exc:
+            return None, repairs, f"the reply cannot be used: {exc}"
         repairs.append("removed trailing comma(s)")
+    except ValueError as exc:  # too long, too deep, non-finite numbers
+        return None, repairs, f"the reply cannot be used: {exc}"
     if not isinstance(obj, dict):
         return None, repairs, "the reply is not a JSON object"
-    return obj, repairs, None
+    obj, cleaned = clean_json_strings(obj)
+    return obj, repairs + cleaned, None
 
 
 def _normalise_label(value: Any, field: str, repairs: list[str]) -> Any:
@@ -171,8 +177,7 @@ def parse_decision(
         A ``ParseResult``; ``repairs`` lists each repair made.
     """
     if isinstance(parsed, Mapping):
-        data: dict[str, Any] | None = dict(parsed)
-        repairs: list[str] = []
+        data, repairs = clean_json_strings(dict(parsed))
         error = None
     else:
         data, repairs, error = extract_json_object(text)

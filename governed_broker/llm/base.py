@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from governed_broker.contracts.text import clean_text
 
 
 class LLMError(RuntimeError):
@@ -79,6 +81,18 @@ class LLMResponse:
     model: str = ""
     cached: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def sanitised(self) -> tuple[LLMResponse, list[str]]:
+        """This reply with its text made safe for files, stores and prompts, and what changed.
+
+        The text goes through ``contracts.text.clean_text`` (size cap, lone surrogates,
+        control characters). When it changed, the backend's own parse is dropped, so that the
+        caller parses exactly the text it records; the notes belong in the audit as repairs.
+        """
+        text, notes = clean_text(self.text)
+        if not notes:
+            return self, []
+        return replace(self, text=text, parsed=None), notes
 
 
 class LLMBackend:

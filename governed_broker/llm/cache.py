@@ -56,7 +56,9 @@ def cache_key(backend_kind: str, model_id: str, request: LLMRequest) -> str:
 
 
 def _payload_of(response: LLMResponse) -> str:
-    return canonical_json(
+    # ASCII escapes: a reply may hold lone surrogates, which SQLite's UTF-8 text cannot store;
+    # the escaped JSON keeps the reply exactly as the backend gave it.
+    return json.dumps(
         {
             "text": response.text,
             "parsed": response.parsed,
@@ -66,7 +68,8 @@ def _payload_of(response: LLMResponse) -> str:
             "backend": response.backend,
             "model": response.model,
             "extra": dict(response.extra),
-        }
+        },
+        sort_keys=True, separators=(",", ":"), ensure_ascii=True,
     )
 
 

@@ -90,9 +90,9 @@ class CallLog:
             request.temperature,
             request.max_tokens,
             request.num_ctx,
-            json.dumps([dict(m) for m in request.messages], ensure_ascii=False),
+            _storable(json.dumps([dict(m) for m in request.messages], ensure_ascii=False)),
             None if request.json_schema is None else json.dumps(request.json_schema),
-            None if response is None else response.text,
+            None if response is None else _storable(response.text),
             json.dumps(extra, ensure_ascii=False, default=str),
         )
         with self._lock:
@@ -128,3 +128,8 @@ class CallLog:
         """Close the database connection."""
         with self._lock:
             self._conn.close()
+
+
+def _storable(text: str) -> str:
+    """``text`` with lone surrogates as backslash escapes (SQLite stores only valid UTF-8)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

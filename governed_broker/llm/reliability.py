@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from governed_broker.contracts.text import loads_bounded
 from governed_broker.llm.base import (
     LLMRequest,
     LLMResponse,
@@ -95,11 +96,17 @@ async def call_with_retries(
 
 
 def parse_json_reply(text: str) -> tuple[Any, str | None]:
-    """Parse a JSON reply; return ``(object, None)`` or ``(None, reason)`` when it fails."""
+    """Parse a JSON reply; return ``(object, None)`` or ``(None, reason)`` when it fails.
+
+    Parsing is bounded (``contracts.text.loads_bounded``): a reply too long, too deeply nested
+    or holding non-finite numbers is a failure with a reason, never an exception.
+    """
     try:
-        return json.loads(text), None
+        return loads_bounded(text), None
     except json.JSONDecodeError as exc:
         return None, f"reply is not valid JSON ({exc.msg} at char {exc.pos}): {text[:120]!r}"
+    except ValueError as exc:
+        return None, f"reply not parsed: {exc}"
 
 
 def chat_completion_response(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from governed_broker.llm.base import LLMBackend, LLMError, LLMRequest, LLMResponse
+from governed_broker.llm.reliability import parse_json_reply
 
 Reply = str | dict | list | Callable[[LLMRequest], Any]
 
@@ -83,10 +84,7 @@ class ScriptedBackend(LLMBackend):
         text = reply if isinstance(reply, str) else json.dumps(reply)
         parsed = None
         if request.json_schema is not None:
-            try:
-                parsed = json.loads(text)
-            except json.JSONDecodeError:
-                parsed = None
+            parsed, _ = parse_json_reply(text)  # as a real backend parses: bounded, never raises
         prompt_chars = sum(len(m["content"]) for m in request.messages)
         return LLMResponse(
             text=text,
