@@ -59,11 +59,13 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``run``: load, validate, simulate, write."""
+    from governed_broker.config.cost import estimate_run_cost, format_run_cost
     from governed_broker.config.loader import load_experiment
     from governed_broker.runner import OutputExistsError, run_experiment
 
     config = load_experiment(args.experiment, args.overrides)
     out = args.out if args.out is not None else Path("outputs") / config.name
+    print(f"{config.name}: {format_run_cost(estimate_run_cost(config))}", file=sys.stderr)
     try:
         result = run_experiment(config, out, progress=not args.no_progress,
                                 overwrite=args.overwrite)

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from governed_broker.config.base import ConfigError
+from governed_broker.config.yamlsafe import read_yaml
 
 #: Placeholders each key of ``household.yaml`` may use.
 HOUSEHOLD_TEMPLATES: dict[str, frozenset[str]] = {
@@ -109,15 +108,11 @@ def load_templates(
         ConfigError: The file is missing or unreadable, a key is missing or unknown, or a
             template is malformed or uses a placeholder its caller does not provide.
     """
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not Path(path).exists():
         raise ConfigError(
             f"prompt template file {path} not found; set governance.context.prompts_dir to the "
-            f"directory holding it (the repository ships configs/prompts/)"
-        ) from None
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"prompt template file {path}: cannot read it: {exc}") from None
+            f"directory holding it (the repository ships configs/prompts/)")
+    data = read_yaml(path, "prompt template file")
     if not isinstance(data, dict):
         raise ConfigError(f"prompt template file {path}: expected a mapping of templates")
     missing = sorted((set(spec) | extra_keys) - set(data))

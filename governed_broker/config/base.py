@@ -6,13 +6,67 @@ names the field, never a silently ignored setting.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic_core import PydanticCustomError
+
+#: Error type of a bool given where a number belongs (``format_validation_error`` names the
+#: field from its context).
+BOOL_NUMBER = "bool_number"
 
 
 class StrictModel(BaseModel):
-    """Base class for configuration sections: unknown keys are errors, values are frozen."""
+    """Base class for configuration sections.
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    Unknown keys are errors, values are frozen, every number must be finite (``.nan`` and
+    ``.inf`` are refused) and ``true``/``false`` are never accepted where a number belongs
+    (pydantic would otherwise read them as 1 and 0).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
+                              allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for name, field in cls.model_fields.items():
+            value = data.get(field.alias or name, data.get(name))
+            if _bool_where_number(field.annotation, value):
+                raise PydanticCustomError(
+                    BOOL_NUMBER, "true/false is not a number here; write a number",
+                    {"field": name, "value": repr(value)[:80]})
+        return data
+
+
+def _alternatives(annotation: Any) -> list[Any]:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _alternatives(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [a for arg in typing.get_args(annotation) for a in _alternatives(arg)]
+    return [annotation]
+
+
+def _bool_where_number(annotation: Any, value: Any) -> bool:
+    """Whether ``value`` holds a bool where ``annotation`` wants a number (also inside dicts
+    and lists of numbers)."""
+    alts = _alternatives(annotation)
+    if bool in alts or Any in alts:
+        return False
+    if isinstance(value, bool):
+        return any(a in (int, float) for a in alts)
+    for alt in alts:
+        origin, args = typing.get_origin(alt), typing.get_args(alt)
+        if origin is dict and len(args) == 2 and isinstance(value, dict):
+            return any(_bool_where_number(args[1], v) for v in value.values())
+        if origin in (list, tuple) and args and isinstance(value, list | tuple):
+            return any(_bool_where_number(args[0], v) for v in value)
+    return False
 
 
 class ConfigError(Exception):

@@ -6,6 +6,7 @@ value and what is allowed, so the command line can print it and exit with code 2
 
 from __future__ import annotations
 
+import io
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -16,8 +17,14 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from governed_broker.config.agent_types import AgentTypesConfig
-from governed_broker.config.base import ConfigError
+from governed_broker.config.base import BOOL_NUMBER, ConfigError
+from governed_broker.config.cost import check_run_limits
 from governed_broker.config.experiment import ExperimentConfig
+from governed_broker.config.world import MAX_USD
+from governed_broker.config.yamlsafe import load_yaml_text, read_text_file, read_yaml
+
+#: Largest population CSV read (bytes): about a million households.
+MAX_POPULATION_BYTES = 256 << 20
 
 #: Columns of a population CSV and their kinds (README "Configuration").
 POPULATION_COLUMNS: dict[str, str] = {
@@ -34,22 +41,24 @@ POPULATION_COLUMNS: dict[str, str] = {
 }
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse a YAML file with ``yaml.safe_load``; errors name the file, line and column."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: file not found")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read file: {exc}") from exc
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{path}: malformed YAML{where}: {problem}") from exc
+class _Unquoted:
+    """Stands for a value that is not quoted in a message."""
+
+    def __repr__(self) -> str:
+        return "value not shown"
+
+
+def excerpt(value: Any, limit: int = 80) -> str:
+    """A short, printable excerpt of a value for an error message.
+
+    Messages may quote what the user wrote, never pages of a file: containers are shown by
+    type and size, text is cut to ``limit`` characters and non-printable characters escaped.
+    """
+    if isinstance(value, dict | list | tuple | set):
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    shown = repr(value) if not isinstance(value, str) else repr(value[: limit + 1])
+    shown = "".join(c if c.isprintable() else "?" for c in shown)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 # --------------------------------------------------------------------------------------------
@@ -99,10 +108,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     parts = key.strip().split(".")
     if not key.strip() or any(not p for p in parts):
         raise ConfigError(f"--set {text!r}: empty key path; expected KEY.PATH=VALUE")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--set {text!r}: value is not valid YAML: {exc}") from exc
+    value = load_yaml_text(raw, f"--set {key.strip()}") if raw.strip() else ""
     return parts, value
 
 
@@ -153,43 +159,52 @@ def _annotation_at(model: type[BaseModel], loc: tuple[Any, ...]) -> Any:
 
 
 def format_validation_error(
-    exc: ValidationError, source: Path, model: type[BaseModel]
+    exc: ValidationError, source: Path, model: type[BaseModel], quote_values: bool = True
 ) -> str:
-    """Turn a pydantic error into lines naming the file, field, bad value and what is allowed."""
+    """Turn a pydantic error into lines naming the file, field, bad value and what is allowed.
+
+    Values are quoted (as short excerpts) only with ``quote_values``: for the experiment file
+    the user wrote, not for other files, which a mistyped path may point at a system file.
+    """
     lines = [f"{source}: invalid configuration ({exc.error_count()} problem(s)):"]
     for err in exc.errors(include_url=False):
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+        value = err.get("input") if quote_values else _Unquoted()
+        if err["type"] == BOOL_NUMBER:
+            loc, value = (*loc, err["ctx"]["field"]), err["ctx"]["value"]
         field = ".".join(str(p) for p in loc) or "(top level)"
-        value = err.get("input")
         if err["type"] == "extra_forbidden":
             allowed = _allowed_keys(_annotation_at(model, loc[:-1]))
             lines.append(
-                f"  - field '{field}': unknown key (value {value!r}); "
+                f"  - field '{field}': unknown key (value {excerpt(value)}); "
                 f"allowed keys: {', '.join(allowed) if allowed else '(none)'}"
             )
         elif err["type"] == "missing":
             lines.append(f"  - field '{field}': required but missing")
+        elif err["type"] == BOOL_NUMBER:
+            lines.append(f"  - field '{field}': {err['msg']} (got {value})")
         else:
-            shown = repr(value)
-            if len(shown) > 120:
-                shown = shown[:117] + "..."
-            lines.append(f"  - field '{field}': {err['msg']} (got {shown})")
+            lines.append(f"  - field '{field}': {err['msg']} (got {excerpt(value)})")
     return "\n".join(lines)
 
 
 def validate_model(
-    model: type[BaseModel], data: Any, source: Path, context: dict[str, Any] | None = None
+    model: type[BaseModel], data: Any, source: Path, context: dict[str, Any] | None = None,
+    quote_values: bool = False,
 ) -> Any:
-    """``model.model_validate`` with errors turned into ``ConfigError``."""
+    """``model.model_validate`` with errors turned into ``ConfigError``.
+
+    Args:
+        quote_values: Quote bad values in messages (see ``format_validation_error``).
+    """
     if not isinstance(data, dict):
         raise ConfigError(
             f"{source}: expected a mapping of settings at the top level, got "
-            f"{type(data).__name__} ({data!r:.80})"
-        )
+            f"{type(data).__name__}")
     try:
         return model.model_validate(data, context=context)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, source, model)) from exc
+        raise ConfigError(format_validation_error(exc, source, model, quote_values)) from exc
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,7 +280,8 @@ def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> Experime
     data = read_experiment_yaml(path)
     data = apply_overrides(data, overrides, ExperimentConfig, path)
     base_dir = path.resolve().parent
-    config = validate_model(ExperimentConfig, data, path, context={"base_dir": base_dir})
+    config = validate_model(ExperimentConfig, data, path, context={"base_dir": base_dir},
+                            quote_values=True)
     config = config.with_base_dir(base_dir)
     check_references(config, path)
     return config
@@ -273,14 +289,17 @@ def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> Experime
 
 def check_references(config: ExperimentConfig, source: Path) -> None:
     """Validate the files an experiment points at and their consistency with it."""
-    agent_types = load_agent_types(config.resolve_path(config.agent_types))
+    agent_types = _field(source, "agent_types",
+                         lambda: load_agent_types(config.resolve_path(config.agent_types)))
     check_combinations(config, source, agent_types)
     from governed_broker.sim.damage import load_damage_table
 
-    load_damage_table(config.resolve_path(config.damage.table))
-    hazard_zones = hazard_zone_names(config)
+    _field(source, "damage.table",
+           lambda: load_damage_table(config.resolve_path(config.damage.table)))
+    hazard_zones = _field(source, "hazard.file", lambda: hazard_zone_names(config))
     if config.population.file is not None:
-        frame = read_population_csv(config.resolve_path(config.population.file))
+        frame = _field(source, "population.file", lambda: read_population_csv(
+            config.resolve_path(config.population.file)))
         pop_zones = set(frame["flood_zone"])
     else:
         pop_zones = set(config.population.generate.zone_shares)
@@ -293,6 +312,56 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
             )
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
+    check_input_files(config, source)
+    check_run_limits(config, source)
+
+
+def _field(source: Path, field: str, read: typing.Callable[[], Any]) -> Any:
+    """``read()``, with a ``ConfigError`` it raises prefixed by the experiment and field."""
+    try:
+        return read()
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: field '{field}': {exc}") from exc
+
+
+def _readable(source: Path, field: str, path: Path, what: str, kind: type | None) -> Any:
+    """Read (and for YAML, parse) one input file; problems name the experiment and field."""
+    try:
+        if kind is None:
+            return read_text_file(path, what)
+        data = read_yaml(path, what)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: field '{field}': {exc}") from exc
+    if not isinstance(data, kind):
+        raise ConfigError(f"{source}: field '{field}': {path} holds a {type(data).__name__}, "
+                          f"not the {kind.__name__} a {what} must be")
+    return data
+
+
+def check_input_files(config: ExperimentConfig, source: Path) -> None:
+    """Every file the experiment will read exists, is a regular UTF-8 file of sane size, and
+    parses, so that a run never stops halfway on a missing or broken input."""
+    llm = config.decision.maker == "llm"
+    if config.memory.engine != "none":
+        _readable(source, "memory.concepts_file", config.resolve_path(config.memory.concepts_file),
+                  "knowledge graph", dict)
+    if llm:
+        prompts = config.resolve_path(config.governance.context.prompts_dir)
+        templates = ["household.yaml"] + (["reflection.yaml"] if config.reflection.enabled else [])
+        for name in templates:
+            _readable(source, "governance.context.prompts_dir", prompts / name,
+                      "prompt template file", dict)
+    if llm and config.llm is not None and config.llm.script is not None:
+        _readable(source, "llm.script", config.resolve_path(config.llm.script),
+                  "scripted-backend rules file", list)
+    if llm and config.rag.enabled:
+        docs = config.resolve_path(config.rag.knowledge_dir)
+        if not docs.is_dir():
+            raise ConfigError(f"{source}: field 'rag.knowledge_dir': {docs} is not a directory")
+        for doc in sorted(docs.glob("*.md")):
+            _readable(source, "rag.knowledge_dir", doc, "knowledge document", None)
+        topics = config.rag.topics_file or config.rag.knowledge_dir / "rag_topics.yaml"
+        _readable(source, "rag.topics_file", config.resolve_path(topics), "rag topics file", dict)
 
 
 def check_combinations(config: ExperimentConfig, source: Path,
@@ -314,11 +383,6 @@ def check_combinations(config: ExperimentConfig, source: Path,
             raise ConfigError(
                 f"{source}: field 'memory.engine': {config.memory.engine!r} needs a 'memory:' "
                 f"section in {config.resolve_path(config.agent_types)}; add it or use 'none'")
-        concepts = config.resolve_path(config.memory.concepts_file)
-        if not concepts.is_file():
-            raise ConfigError(
-                f"{source}: field 'memory.concepts_file': {str(config.memory.concepts_file)!r} "
-                f"not found (resolved to {concepts})")
 
 
 def hazard_zone_names(config: ExperimentConfig) -> set[str]:
@@ -346,15 +410,18 @@ def fixed_events(config: ExperimentConfig) -> list[Any]:
 
 def read_population_csv(path: Path) -> pd.DataFrame:
     """Read and validate a population CSV (lines starting with ``#`` are comments)."""
+    text = read_text_file(path, "population CSV", MAX_POPULATION_BYTES)
     try:
-        frame = pd.read_csv(path, comment="#", dtype=str, keep_default_na=False)
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise ConfigError(f"{path}: cannot read population CSV: {exc}") from exc
+        frame = pd.read_csv(io.StringIO(text), comment="#", dtype=str, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError) as exc:
+        # pandas quotes no file content in these messages, only positions and counts
+        raise ConfigError(f"{path}: cannot read population CSV: {excerpt(str(exc), 160)}") from exc
     missing = [c for c in POPULATION_COLUMNS if c not in frame.columns]
-    extra = [c for c in frame.columns if c not in POPULATION_COLUMNS]
+    extra = [excerpt(c, 30) for c in frame.columns if c not in POPULATION_COLUMNS]
     if missing or extra:
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         raise ConfigError(
-            f"{path}: population CSV columns wrong (missing {missing}, unknown {extra}); "
+            f"{path}: population CSV columns wrong (missing {missing}, unknown: {shown or '-'}); "
             f"expected: {', '.join(POPULATION_COLUMNS)}"
         )
     if frame.empty:
@@ -368,7 +435,8 @@ def read_population_csv(path: Path) -> pd.DataFrame:
 def _convert_column(path: Path, values: pd.Series, col: str, kind: str) -> pd.Series:
     def bad(i: int, allowed: str) -> ConfigError:
         return ConfigError(
-            f"{path}: row {i + 1}, column '{col}': bad value {values.iloc[i]!r}; {allowed}"
+            f"{path}: row {i + 1}, column '{col}': bad value {excerpt(values.iloc[i], 40)}; "
+            f"{allowed}"
         )
 
     if kind == "tenure":
@@ -390,13 +458,14 @@ def _convert_column(path: Path, values: pd.Series, col: str, kind: str) -> pd.Se
     numbers = pd.to_numeric(values, errors="coerce")
     ok = numbers.notna() & numbers.apply(lambda v: v == v and abs(v) != float("inf"))
     if kind == "nonneg":
-        ok &= numbers >= 0
-        allowed = "a number >= 0 is required"
+        ok &= (numbers >= 0) & (numbers <= MAX_USD)
+        allowed = f"a number in [0, {MAX_USD:g}] (USD) is required"
     elif kind == "unit":
         ok &= (numbers >= 0) & (numbers <= 1)
         allowed = "a number in [0, 1] is required"
     else:
-        allowed = "a number is required"
+        ok &= numbers.abs() <= MAX_USD
+        allowed = f"a number in [-{MAX_USD:g}, {MAX_USD:g}] (USD) is required"
     if not ok.all():
         raise bad(int((~ok).to_numpy().argmax()), allowed)
     return numbers.astype(float)

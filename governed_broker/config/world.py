@@ -21,6 +21,21 @@ from governed_broker.config.base import StrictModel
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 NonNegative = Annotated[float, Field(ge=0.0)]
 Positive = Annotated[float, Field(gt=0.0)]
+
+#: Largest amount of money a setting may hold (USD): above any single home, limit or cost; a
+#: bound that keeps sums and products of money far from float overflow.
+MAX_USD = 1e9
+#: Deepest flood a setting may give (metres): above any riverine or coastal depth on record for
+#: homes (Katrina and Sandy: 6-9 m); the depth-damage tables are flat well before it.
+MAX_DEPTH_M = 20.0
+#: Largest lognormal spread (sigma of ln x): exp(3) is a factor of 20 per standard deviation.
+MAX_SIGMA = 3.0
+
+Money = Annotated[float, Field(ge=0.0, le=MAX_USD, description="US dollars")]
+Depth = Annotated[float, Field(ge=0.0, le=MAX_DEPTH_M, description="metres")]
+Sigma = Annotated[float, Field(ge=0.0, le=MAX_SIGMA)]
+#: A yearly increment of a quantity that lives in [0, 1] (trust).
+UnitStep = Annotated[float, Field(ge=-1.0, le=1.0)]
 Source = Annotated[str, Field(min_length=1, description="Where the numbers come from.")]
 
 
@@ -42,15 +57,18 @@ FilePath = Annotated[Path, AfterValidator(_check_exists)]
 class LognormalParams(StrictModel):
     """A lognormal distribution given by the mean and standard deviation of ln(x)."""
 
-    ln_mean: float
-    ln_sigma: NonNegative
+    ln_mean: float = Field(ge=-10.0, le=20.0, description=(
+        "mean of ln(x); within [-10, 20] so that the median, exp(ln_mean), lies between "
+        "0.00005 and 485 million (USD for money)"))
+    ln_sigma: Sigma
 
 
 class UniformRange(StrictModel):
-    """A uniform distribution on [low, high]."""
+    """A uniform distribution on [low, high] of a ratio or share (bounded by +-1,000: e.g.
+    savings of up to 1,000 years of income)."""
 
-    low: float
-    high: float
+    low: float = Field(ge=-1000.0, le=1000.0)
+    high: float = Field(ge=-1000.0, le=1000.0)
 
     @model_validator(mode="after")
     def _ordered(self) -> UniformRange:
@@ -73,7 +91,7 @@ class GeneratedPopulation(StrictModel):
     zone_shares: dict[str, Share] = Field(min_length=1)
     income_usd: LognormalParams
     replacement_value_usd: dict[Literal["owner", "renter"], LognormalParams]
-    contents_to_structure_ratio: Positive
+    contents_to_structure_ratio: float = Field(gt=0.0, le=10.0)
     savings_to_income: UniformRange
     initial_insured: dict[str, TenureShares] = {}
     initial_elevated: dict[str, TenureShares] = {}
@@ -82,6 +100,9 @@ class GeneratedPopulation(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> GeneratedPopulation:
+        missing = sorted({"owner", "renter"} - set(self.replacement_value_usd))
+        if missing:
+            raise ValueError(f"replacement_value_usd needs an entry per tenure; missing {missing}")
         total = sum(self.zone_shares.values())
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"zone_shares must sum to 1 (got {total:g})")
@@ -130,7 +151,7 @@ class FixedEvent(StrictModel):
     """One scheduled flood: the year and the depth (metres) per zone; unlisted zones stay dry."""
 
     year: int = Field(ge=1)
-    depth_m: dict[str, NonNegative] = Field(min_length=1)
+    depth_m: dict[str, Depth] = Field(min_length=1)
 
 
 class StochasticZone(StrictModel):
@@ -141,8 +162,8 @@ class StochasticZone(StrictModel):
     """
 
     annual_probability: Share
-    median_depth_m: NonNegative
-    event_sigma: NonNegative = 0.0
+    median_depth_m: Depth
+    event_sigma: Sigma = 0.0
 
 
 class HazardConfig(StrictModel):
@@ -159,7 +180,7 @@ class HazardConfig(StrictModel):
     events: list[FixedEvent] = []
     file: FilePath | None = None
     zones: dict[str, StochasticZone] = {}
-    household_sigma: NonNegative = 0.0
+    household_sigma: Sigma = 0.0
 
     @model_validator(mode="after")
     def _mode_fields(self) -> HazardConfig:
@@ -187,14 +208,14 @@ class InsuranceConfig(StrictModel):
     """Flood insurance (NFIP-style): premium rates, limits, deductibles, payout share."""
 
     source: Source
-    rate_structure_per_1000_usd: NonNegative
-    rate_contents_per_1000_usd: NonNegative
-    loading: Positive = 1.0
-    fee_usd: NonNegative = 0.0
-    limit_structure_usd: NonNegative
-    limit_contents_usd: NonNegative
-    deductible_structure_usd: NonNegative
-    deductible_contents_usd: NonNegative
+    rate_structure_per_1000_usd: float = Field(ge=0.0, le=1000.0)
+    rate_contents_per_1000_usd: float = Field(ge=0.0, le=1000.0)
+    loading: float = Field(default=1.0, gt=0.0, le=100.0)
+    fee_usd: Money = 0.0
+    limit_structure_usd: Money
+    limit_contents_usd: Money
+    deductible_structure_usd: Money
+    deductible_contents_usd: Money
     payout_share: Share = 1.0
 
 
@@ -202,16 +223,16 @@ class ElevationConfig(StrictModel):
     """House elevation: height (metres), cost before subsidy, subsidy share."""
 
     source: Source
-    height_m: Positive
-    cost_usd: NonNegative
+    height_m: float = Field(gt=0.0, le=MAX_DEPTH_M)
+    cost_usd: Money
     subsidy_share: Share = 0.0
 
 
 class TenureAmounts(StrictModel):
     """A dollar amount per tenure (owner / renter)."""
 
-    owner: NonNegative
-    renter: NonNegative
+    owner: Money
+    renter: Money
 
 
 class RelocationConfig(StrictModel):
@@ -240,13 +261,13 @@ class TrustConfig(StrictModel):
         "governed-broker-framework examples/single_agent/run_flood.py post_year "
         "(shared/research/domain_defaults.md section 5)"
     )
-    insurance_insured_flooded: float = -0.10
-    insurance_insured_safe: float = 0.02
-    insurance_uninsured_flooded: float = 0.05
-    insurance_uninsured_safe: float = -0.02
-    neighbours_high_action: float = 0.04
-    neighbours_flooded_low_action: float = -0.05
-    neighbours_otherwise: float = -0.01
+    insurance_insured_flooded: UnitStep = -0.10
+    insurance_insured_safe: UnitStep = 0.02
+    insurance_uninsured_flooded: UnitStep = 0.05
+    insurance_uninsured_safe: UnitStep = -0.02
+    neighbours_high_action: UnitStep = 0.04
+    neighbours_flooded_low_action: UnitStep = -0.05
+    neighbours_otherwise: UnitStep = -0.01
     high_action_rate: Share = 0.30
     low_action_rate: Share = 0.10
 
@@ -255,14 +276,16 @@ class BaselineParams(StrictModel):
     """Parameters of the PMT / expected-utility baseline (README "Baseline decision maker")."""
 
     source: Source
-    beta_max: NonNegative = 10.0
-    beta_coef: float = -2.5
-    beta_base: float = 1.6
-    beta_min: NonNegative = 0.1
+    # bounds: |beta| <= 100 keeps the perception decay's exponent far from overflow; a discount
+    # rate above 100 % a year and horizons beyond two centuries mean no household planning
+    beta_max: float = Field(default=10.0, ge=0.0, le=100.0)
+    beta_coef: float = Field(default=-2.5, ge=-100.0, le=100.0)
+    beta_base: float = Field(default=1.6, ge=-100.0, le=100.0)
+    beta_min: float = Field(default=0.1, ge=0.0, le=100.0)
     max_perceived_probability: Share = 0.998
-    discount_rate: NonNegative = 0.03
-    horizon_years: int = Field(default=15, ge=1)
-    threat_income_scale: Positive = 0.05
+    discount_rate: float = Field(default=0.03, ge=0.0, le=1.0)
+    horizon_years: int = Field(default=15, ge=1, le=200)
+    threat_income_scale: float = Field(default=0.05, gt=0.0, le=10.0)
     threat_min: Share = 0.4
     coping_min: Share = 0.4
     relocation_threat_min: Share = 0.8

@@ -5,9 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import yaml
-
 from governed_broker.config.llm import LLMConfig
+from governed_broker.config.yamlsafe import read_yaml
 from governed_broker.llm.base import LLMBackend, LLMError
 from governed_broker.llm.cache import ResponseCache
 from governed_broker.llm.call_log import CallLog
@@ -55,10 +54,7 @@ def _embedded(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
 def _scripted(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
     assert cfg.script is not None  # guaranteed by LLMConfig's validator
     path = _resolve(cfg.script, base_dir)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise LLMError(f"llm.script {path}: cannot read rules ({exc})") from exc
+    raw = read_yaml(path, "scripted-backend rules file")
     if not isinstance(raw, list):
         raise LLMError(f"llm.script {path}: expected a list of {{pattern, reply, times}} rules")
     rules = []

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from pydantic import ValidationError
 
 from governed_broker.config.base import ConfigError
 from governed_broker.config.memory import MemoryConfig, MemoryParams
+from governed_broker.config.yamlsafe import read_yaml
 from governed_broker.memory.encoding import CategoryTable
 from governed_broker.memory.item import MEMORY_KINDS, MemoryItem, fidelity_for_age
 from governed_broker.memory.working import WorkingMemory
@@ -461,10 +461,7 @@ class WindowMemoryEngine(HumanCentricMemoryEngine):
 
 def _memory_section(path: Path) -> MemoryParams:
     """The validated ``memory:`` section of an agent-types YAML file."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    data = read_yaml(path, "agent types file")
     if not isinstance(data, dict) or not isinstance(data.get("memory"), dict):
         raise ConfigError(f"{path}: no 'memory:' section")
     try:

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-import yaml
 
 from governed_broker.config.base import ConfigError
+from governed_broker.config.yamlsafe import read_yaml
 
 RELATIONS: tuple[str, ...] = (
     "is_a", "part_of", "used_for", "requires", "reduces", "increases", "causes", "pays_for",
@@ -41,10 +41,7 @@ class SemanticMemory:
     def from_yaml(cls, path: str | Path = DEFAULT_CONCEPTS) -> SemanticMemory:
         """Load concepts and relations; problems raise ``ConfigError`` naming the entry."""
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: cannot read knowledge graph: {exc}") from exc
+        data = read_yaml(path, "knowledge graph (memory.concepts_file)")
         if not isinstance(data, dict) or set(data) - {"concepts", "relations"}:
             raise ConfigError(f"{path}: expected a mapping with keys 'concepts' and 'relations'")
         mem = cls()

@@ -22,10 +22,10 @@ from pathlib import Path
 from string import Template
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from governed_broker.config.base import ConfigError, StrictModel
+from governed_broker.config.yamlsafe import read_yaml
 from governed_broker.sim.decision import HouseholdSituation
 
 _SITUATION_FIELDS = {f.name for f in dataclasses.fields(HouseholdSituation)}
@@ -198,15 +198,11 @@ def load_topics(path: Path) -> TopicsFile:
             the field path and the bad value.
     """
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
+    if not path.exists():
         raise ConfigError(
             f"{path}: rag topics file not found; set rag.topics_file or add rag_topics.yaml to "
-            "rag.knowledge_dir"
-        ) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+            "rag.knowledge_dir")
+    data = read_yaml(path, "rag topics file")
     try:
         return TopicsFile.model_validate(data)
     except ValidationError as exc:

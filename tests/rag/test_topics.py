@@ -105,7 +105,7 @@ def test_load_topics_errors_name_file_and_field(tmp_path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         load_topics(tmp_path / "nope.yaml")
     bad.write_text("topics: [unclosed")
-    with pytest.raises(ConfigError, match="invalid YAML"):
+    with pytest.raises(ConfigError, match="malformed YAML"):
         load_topics(bad)
 
 
