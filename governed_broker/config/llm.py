@@ -94,10 +94,18 @@ class LLMConfig(StrictModel):
         300.0, gt=0, description="seconds per call before it counts as a timeout"
     )
     retries: int = Field(
-        3, ge=0, le=10, description="retries of transport errors (never of content)"
+        3, ge=0, le=10, description="retries of transport errors made in any case (never of "
+        "content); more follow while within patience_s"
     )
-    backoff_s: float = Field(1.0, ge=0, description="first back-off delay, doubled per retry")
-    backoff_max_s: float = Field(30.0, ge=0, description="longest back-off delay")
+    backoff_s: float = Field(1.0, ge=0, le=3600,
+                             description="first back-off delay, doubled per retry")
+    backoff_max_s: float = Field(30.0, ge=0, le=3600, description="longest back-off delay")
+    patience_s: float = Field(
+        600.0, ge=0, le=86_400,
+        description="keep retrying a failing server until its first failure is this many "
+        "seconds ago (after the `retries` made in any case); 10 minutes covers a restart of a "
+        "shared Ollama/vLLM server that loads its model again, our decision: a run on a "
+        "cluster should wait that out rather than die; past it the run stops, resumable")
     keep_alive: str | int | None = Field(
         "30m",
         description="ollama: how long the server keeps the model loaded after a call "

@@ -55,6 +55,10 @@ def cache_key(backend_kind: str, model_id: str, request: LLMRequest) -> str:
     return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
 
 
+#: ``extra`` keys that describe one call, not the reply (left out of cached payloads).
+_PER_CALL = ("transport_retries", "transport_wait_s")
+
+
 def _payload_of(response: LLMResponse) -> str:
     # ASCII escapes: a reply may hold lone surrogates, which SQLite's UTF-8 text cannot store;
     # the escaped JSON keeps the reply exactly as the backend gave it.
@@ -67,7 +71,8 @@ def _payload_of(response: LLMResponse) -> str:
             "latency_s": response.latency_s,
             "backend": response.backend,
             "model": response.model,
-            "extra": dict(response.extra),
+            # what this call's transport cost is not part of the reply a cache hit gives again
+            "extra": {k: v for k, v in response.extra.items() if k not in _PER_CALL},
         },
         sort_keys=True, separators=(",", ":"), ensure_ascii=True,
     )

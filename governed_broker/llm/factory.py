@@ -30,6 +30,7 @@ def _policy(cfg: LLMConfig) -> RetryPolicy:
         retries=cfg.retries,
         backoff_s=cfg.backoff_s,
         backoff_max_s=cfg.backoff_max_s,
+        patience_s=cfg.patience_s,
     )
 
 

@@ -25,6 +25,7 @@ from governed_broker.llm.base import (
 )
 from governed_broker.llm.reliability import (
     RetryPolicy,
+    RetryReport,
     call_with_retries,
     parse_json_reply,
     transport_error_class,
@@ -215,11 +216,13 @@ class OllamaBackend(LLMBackend):
     async def achat(self, request: LLMRequest) -> LLMResponse:
         state = self._loop_state()
         start = time.perf_counter()
+        report = RetryReport()
         host, result, _ = await call_with_retries(
             lambda: self._attempt(request, state),
             self.policy,
             seed=request.seed,
             what=f"Ollama {','.join(self.hosts)} model {self.model}",
+            report=report,
         )
         latency = time.perf_counter() - start
         text = result.message.content or ""
@@ -233,6 +236,7 @@ class OllamaBackend(LLMBackend):
             "load_duration_s": (result.load_duration or 0) / _NS,
             "prompt_eval_duration_s": (result.prompt_eval_duration or 0) / _NS,
             "eval_duration_s": (result.eval_duration or 0) / _NS,
+            **report.as_extra(),
         }
         if parse_error:
             extra["parse_error"] = parse_error

@@ -24,6 +24,7 @@ from governed_broker.llm.base import (
 )
 from governed_broker.llm.reliability import (
     RetryPolicy,
+    RetryReport,
     call_with_retries,
     chat_completion_response,
     openai_response_format,
@@ -191,11 +192,13 @@ class OpenAICompatibleBackend(LLMBackend):
     async def achat(self, request: LLMRequest) -> LLMResponse:
         state = self._loop_state()
         start = time.perf_counter()
+        report = RetryReport()
         base, data = await call_with_retries(
             lambda: self._attempt(request, state),
             self.policy,
             seed=request.seed,
             what=f"OpenAI-compatible server {','.join(self.bases)} model {self.model}",
+            report=report,
         )
         latency = time.perf_counter() - start
         try:
@@ -203,7 +206,8 @@ class OpenAICompatibleBackend(LLMBackend):
             text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError) as exc:
             raise LLMError(f"{base} returned a reply without choices: {str(data)[:300]}") from exc
-        extra: dict[str, Any] = {"host": base, "finish_reason": choice.get("finish_reason")}
+        extra: dict[str, Any] = {"host": base, "finish_reason": choice.get("finish_reason"),
+                                 **report.as_extra()}
         if "timings" in data:
             extra["timings"] = data["timings"]
         return chat_completion_response(data, text, request, latency_s=latency,

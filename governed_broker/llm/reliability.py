@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -24,28 +26,55 @@ from governed_broker.llm.base import (
 )
 
 T = TypeVar("T")
+logger = logging.getLogger("governed_broker.llm")
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how patiently to retry transport failures.
 
+    A call is retried at least ``retries`` times, and beyond that for as long as the server
+    has been failing for less than ``patience_s`` seconds, so that a run rides out a server
+    restart on a shared cluster instead of dying after a few seconds.
+
     Attributes:
         timeout_s: Seconds one attempt may take.
-        retries: Retries after the first attempt (0 = try once).
+        retries: Retries made whatever the patience (0 = none guaranteed).
         backoff_s: Delay before the first retry; doubled per retry (seconds).
         backoff_max_s: Upper bound of a delay (seconds).
+        patience_s: Keep retrying while the first failure of this call is less than this many
+            seconds ago (0 = only the ``retries``).
+        notice_every_s: Seconds between two console lines about the same outage.
     """
 
     timeout_s: float = 300.0
     retries: int = 3
     backoff_s: float = 1.0
     backoff_max_s: float = 30.0
+    patience_s: float = 0.0
+    notice_every_s: float = 30.0
 
     def delay(self, attempt: int, rng: random.Random) -> float:
         """Delay before retry ``attempt`` (1-based): ``U(0.5, 1) * min(max, base * 2^(a-1))``."""
-        ceiling = min(self.backoff_max_s, self.backoff_s * (2 ** (attempt - 1)))
+        ceiling = min(self.backoff_max_s, self.backoff_s * (2 ** min(attempt - 1, 60)))
         return ceiling * (0.5 + 0.5 * rng.random())
+
+
+@dataclass
+class RetryReport:
+    """What the retries of one call cost, for the call's ``extra`` (call log and audit).
+
+    Attributes:
+        retries: Transport retries made.
+        wait_s: Seconds from the first failure to the success (0 when none failed).
+    """
+
+    retries: int = 0
+    wait_s: float = 0.0
+
+    def as_extra(self) -> dict[str, Any]:
+        """The fields a backend adds to ``LLMResponse.extra``."""
+        return {"transport_retries": self.retries, "transport_wait_s": round(self.wait_s, 3)}
 
 
 async def call_with_retries(
@@ -54,45 +83,77 @@ async def call_with_retries(
     seed: int,
     what: str,
     on_retry: Callable[[int, BaseException], None] | None = None,
+    report: RetryReport | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
 ) -> T:
-    """Run ``attempt_fn`` with a per-attempt timeout, retrying transport errors.
+    """Run ``attempt_fn`` with a per-attempt timeout, retrying transport errors patiently.
 
     Cancellation (``asyncio.CancelledError``) is never swallowed: it propagates at once, and
-    ``asyncio.wait_for`` cancels the attempt in flight.
+    ``asyncio.wait_for`` cancels the attempt in flight. While retrying, a line on the console
+    (the ``governed_broker.llm`` logger, warning level) says what fails and how long is left,
+    at most once per ``policy.notice_every_s``.
 
     Args:
         attempt_fn: Makes one attempt (a fresh coroutine per call).
-        policy: Timeout and retry settings.
+        policy: Timeout, retry and patience settings.
         seed: Seeds the jitter generator (use the request seed).
         what: Names the target in error messages, e.g. ``"Ollama at http://h:11434"``.
         on_retry: Called with (retry number, error) before each back-off sleep.
+        report: Filled with the retries made and the seconds waited.
+        clock: Monotonic clock (seconds); injectable for tests.
+        sleep: Coroutine function that waits (seconds); injectable for tests.
 
     Raises:
-        LLMError: Non-transport errors immediately; after the last retry, an error that says
-            how many attempts failed and what to check.
+        LLMError: Non-transport errors immediately; past the retries and the patience, an
+            error that says how long the server failed, what to check and how to resume.
     """
     rng = random.Random(seed)
-    last: LLMTransportError | None = None
-    for attempt in range(policy.retries + 1):
-        if attempt:
-            if on_retry is not None and last is not None:
-                on_retry(attempt, last)
-            await asyncio.sleep(policy.delay(attempt, rng))
+    report = report if report is not None else RetryReport()
+    first_failure: float | None = None
+    noticed_at: float | None = None
+    attempt = 0
+    while True:
         try:
-            return await asyncio.wait_for(attempt_fn(), timeout=policy.timeout_s)
+            result = await asyncio.wait_for(attempt_fn(), timeout=policy.timeout_s)
         except TimeoutError:
-            last = LLMTimeoutError(f"{what}: no reply within {policy.timeout_s:g} s")
+            last: LLMTransportError = LLMTimeoutError(
+                f"{what}: no reply within {policy.timeout_s:g} s")
         except LLMTransportError as exc:
             last = exc
-    assert last is not None
+        else:
+            report.wait_s = 0.0 if first_failure is None else clock() - first_failure
+            return result
+        now = clock()
+        first_failure = now if first_failure is None else first_failure
+        attempt += 1
+        delay = policy.delay(attempt, rng)
+        waited = now - first_failure
+        if attempt > policy.retries and waited + delay > policy.patience_s:
+            raise _gave_up(last, what, attempt, waited, policy)
+        if noticed_at is None or now - noticed_at >= policy.notice_every_s:
+            noticed_at = now
+            logger.warning("%s failing for %.0f s (%s); retrying, patience left %.0f s", what,
+                           waited, last, max(0.0, policy.patience_s - waited))
+        if on_retry is not None:
+            on_retry(attempt, last)
+        report.retries = attempt
+        await sleep(delay)
+
+
+def _gave_up(last: LLMTransportError, what: str, attempts: int, waited: float,
+             policy: RetryPolicy) -> LLMTransportError:
     hint = (
         "raise llm.timeout_s, lower llm.max_tokens or llm.concurrency, or check the server load"
         if isinstance(last, LLMTimeoutError)
         else "check that the server is running and reachable"
     )
-    raise type(last)(
-        f"{what}: giving up after {policy.retries + 1} attempt(s); last error: {last}; {hint}"
-    ) from last
+    error = type(last)(
+        f"{what}: giving up after {attempts} attempt(s) over {waited:.0f} s (llm.patience_s = "
+        f"{policy.patience_s:g}); last error: {last}; {hint}. The years completed so far are "
+        "checkpointed: run the same command again to resume")
+    error.__cause__ = last
+    return error
 
 
 def parse_json_reply(text: str) -> tuple[Any, str | None]:

@@ -79,6 +79,7 @@ class OllamaTestServer:
         self.delay_s = 0.0
         self.fail_statuses: list[int] = []
         self.requests: list[dict[str, Any]] = []
+        self.stopped = False  # set on exit: open keep-alive connections are dropped too
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -99,6 +100,7 @@ class OllamaTestServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopped = True
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -151,6 +153,13 @@ class OllamaTestServer:
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 return
 
+            def _gone(self) -> bool:
+                # a stopped server answers nothing, also on keep-alive connections opened
+                # before: like a process that went away, the client sees the connection closed
+                if server.stopped:
+                    self.close_connection = True
+                return server.stopped
+
             def _send(self, status: int, body: Any, content_type: str = "application/json"):
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
@@ -164,9 +173,13 @@ class OllamaTestServer:
                 return json.loads(self.rfile.read(length) or b"{}")
 
             def do_HEAD(self) -> None:  # noqa: N802 - http.server naming
+                if self._gone():
+                    return
                 self._send(200, b"", "text/plain")
 
             def do_GET(self) -> None:  # noqa: N802
+                if self._gone():
+                    return
                 if self.path == "/":
                     self._send(200, b"Ollama is running", "text/plain")
                 elif self.path == "/api/version":
@@ -182,6 +195,8 @@ class OllamaTestServer:
                     self._send(404, {"error": f"no route {self.path}"})
 
             def do_POST(self) -> None:  # noqa: N802
+                if self._gone():
+                    return
                 try:
                     body = self._body()
                     server.requests.append({"path": self.path, **body})
