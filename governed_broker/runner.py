@@ -37,6 +37,7 @@ from governed_broker.checkpoint import (
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.hashing import config_hash
 from governed_broker.config.loader import dump_resolved, load_agent_types
+from governed_broker.contracts.decision import DecisionMaker
 from governed_broker.run_dir import (
     TMP_PREFIX,
     RunLock,
@@ -48,7 +49,6 @@ from governed_broker.run_dir import (
 )
 from governed_broker.sim.baseline import BaselineDecisionMaker
 from governed_broker.sim.csvout import format_row, format_rows
-from governed_broker.sim.decision import DecisionMaker
 from governed_broker.sim.model import AGENT_COLUMNS, FloodModel
 
 #: Packages whose versions are recorded in the manifest.

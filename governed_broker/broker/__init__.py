@@ -4,10 +4,10 @@
 ``GovernedBroker`` an experiment with ``decision.maker: llm`` uses.
 """
 
-from governed_broker.broker.audit import JsonlWriter
 from governed_broker.broker.governed import GovernedBroker, RequestSettings
 from governed_broker.broker.rules import RuleOutcome, RuleSet
 from governed_broker.broker.skills import Skill, SkillRegistry
+from governed_broker.contracts.jsonl import JsonlWriter
 
 __all__ = [
     "GovernedBroker",

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from governed_broker.broker.aio import LoopThread
-from governed_broker.broker.audit import JsonlWriter
 from governed_broker.broker.rules import RuleOutcome, RuleSet
 from governed_broker.broker.skills import SkillRegistry
 from governed_broker.cognition.context import ContextBuilder, Prompt
@@ -27,9 +26,10 @@ from governed_broker.cognition.repair import ParseResult, parse_decision
 from governed_broker.cognition.schema import DecisionReply
 from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceConfig
+from governed_broker.contracts.decision import Decision, HouseholdSituation
+from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.seeding import child_seed
-from governed_broker.sim.decision import Decision, HouseholdSituation
 
 if TYPE_CHECKING:  # pragma: no cover
     from governed_broker.cognition.reflection import ReflectionEngine

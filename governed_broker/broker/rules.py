@@ -21,7 +21,7 @@ from governed_broker.cognition.context import money, percent
 from governed_broker.cognition.schema import DecisionReply
 from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceRule, GovernanceRules, NumericTest
-from governed_broker.sim.decision import HouseholdSituation
+from governed_broker.contracts.decision import HouseholdSituation
 
 logger = logging.getLogger(__name__)
 

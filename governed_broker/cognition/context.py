@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES, TemplateSet, load_templates
 from governed_broker.cognition.schema import decision_json_schema
 from governed_broker.config.base import ConfigError
-from governed_broker.sim.decision import HouseholdSituation
+from governed_broker.contracts.decision import HouseholdSituation
 
 #: Characters per token used for budget estimates (the lineage's guard used the same ratio).
 CHARS_PER_TOKEN = 4

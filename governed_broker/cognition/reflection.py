@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from governed_broker.broker.audit import JsonlWriter
 from governed_broker.cognition.context import memory_text
 from governed_broker.cognition.prompts import REFLECTION_TEMPLATES, TemplateSet, load_templates
 from governed_broker.cognition.repair import extract_json_object
 from governed_broker.cognition.schema import insights_json_schema
 from governed_broker.config.broker import ReflectionConfig
+from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.seeding import child_seed
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.base import BOOL_NUMBER, ConfigError
 from governed_broker.config.cost import check_run_limits
+from governed_broker.config.damage import load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.world import MAX_USD
 from governed_broker.config.yamlsafe import load_yaml_text, read_text_file, read_yaml
@@ -292,8 +293,6 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
     agent_types = _field(source, "agent_types",
                          lambda: load_agent_types(config.resolve_path(config.agent_types)))
     check_combinations(config, source, agent_types)
-    from governed_broker.sim.damage import load_damage_table
-
     _field(source, "damage.table",
            lambda: load_damage_table(config.resolve_path(config.damage.table)))
     hazard_zones = _field(source, "hazard.file", lambda: hazard_zone_names(config))

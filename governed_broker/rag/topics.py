@@ -26,7 +26,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from governed_broker.config.base import ConfigError, StrictModel
 from governed_broker.config.yamlsafe import read_yaml
-from governed_broker.sim.decision import HouseholdSituation
+from governed_broker.contracts.decision import HouseholdSituation
 
 _SITUATION_FIELDS = {f.name for f in dataclasses.fields(HouseholdSituation)}
 _MAPPING_FIELDS = {"neighbour_shares", "action_costs_usd", "affordable", "extra"}

@@ -1,22 +1,13 @@
-"""The Mesa flood world (SPEC section 2) and the decision-maker interface."""
+"""The Mesa flood world (SPEC section 2). The decision interface it uses lives in
+``governed_broker.contracts.decision``."""
 
 from governed_broker.sim.baseline import BaselineDecisionMaker
-from governed_broker.sim.decision import (
-    DECISION_STATUSES,
-    Decision,
-    DecisionMaker,
-    HouseholdSituation,
-)
 from governed_broker.sim.model import AGENT_COLUMNS, MODEL_COLUMNS, FloodModel, HouseholdAgent
 
 __all__ = [
     "AGENT_COLUMNS",
-    "DECISION_STATUSES",
     "MODEL_COLUMNS",
     "BaselineDecisionMaker",
-    "Decision",
-    "DecisionMaker",
     "FloodModel",
     "HouseholdAgent",
-    "HouseholdSituation",
 ]

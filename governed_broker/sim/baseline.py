@@ -32,8 +32,8 @@ import numpy as np
 
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.world import BaselineParams
+from governed_broker.contracts.decision import Decision, HouseholdSituation
 from governed_broker.seeding import child_rng
-from governed_broker.sim.decision import Decision, HouseholdSituation
 from governed_broker.sim.fastbuild import build
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -27,7 +27,7 @@ from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
 from governed_broker.memory.semantic import SemanticMemory
 
 if TYPE_CHECKING:  # pragma: no cover
-    from governed_broker.sim.decision import Decision
+    from governed_broker.contracts.decision import Decision
     from governed_broker.sim.model import FloodModel
 
 #: Relations that only place a concept in the taxonomy; they tell a household nothing about

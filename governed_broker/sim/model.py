@@ -22,12 +22,13 @@ import mesa
 import numpy as np
 
 from governed_broker.config.agent_types import AgentTypesConfig
+from governed_broker.config.damage import DamageTable, load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import fixed_events, load_agent_types
+from governed_broker.contracts.decision import Decision, DecisionMaker, HouseholdSituation
 from governed_broker.memory.household import HouseholdMemory
 from governed_broker.sim import money
-from governed_broker.sim.damage import DamageTable, damages_usd, load_damage_table
-from governed_broker.sim.decision import Decision, DecisionMaker, HouseholdSituation
+from governed_broker.sim.damage import damages_usd
 from governed_broker.sim.fastbuild import build
 from governed_broker.sim.hazard import Hazard
 from governed_broker.sim.memory_bridge import WorldMemory

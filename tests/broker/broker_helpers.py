@@ -14,8 +14,8 @@ from governed_broker.broker.rules import RuleSet
 from governed_broker.broker.skills import SkillRegistry
 from governed_broker.cognition.context import ContextBuilder
 from governed_broker.config.broker import GovernanceConfig, GovernanceRules
+from governed_broker.contracts.decision import HouseholdSituation
 from governed_broker.llm.scripted import ScriptedBackend
-from governed_broker.sim.decision import HouseholdSituation
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_TYPES = yaml.safe_load((REPO / "agent_types.yaml").read_text())

@@ -18,9 +18,9 @@ from broker_helpers import (
 )
 
 from governed_broker.config.base import ConfigError
+from governed_broker.contracts.decision import DECISION_STATUSES, DecisionMaker
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.seeding import child_seed
-from governed_broker.sim.decision import DECISION_STATUSES, DecisionMaker
 
 
 def test_broker_is_a_decision_maker(close_brokers):

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from governed_broker.sim.decision import HouseholdSituation
+from governed_broker.contracts.decision import HouseholdSituation
 
 REPO = Path(__file__).resolve().parents[2]
 KNOWLEDGE_DIR = REPO / "configs" / "knowledge"

@@ -7,7 +7,8 @@ import pytest
 
 from governed_broker.config import load_agent_types
 from governed_broker.config.world import BaselineParams
-from governed_broker.sim import BaselineDecisionMaker, FloodModel, HouseholdSituation
+from governed_broker.contracts.decision import HouseholdSituation
+from governed_broker.sim import BaselineDecisionMaker, FloodModel
 
 ACTIONS = ("do_nothing", "buy_insurance", "elevate_house", "relocate")
 

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from governed_broker.config import ConfigError
-from governed_broker.sim.damage import DamageCurve, damages_usd, load_damage_table
+from governed_broker.config.damage import DamageCurve, load_damage_table
+from governed_broker.sim.damage import damages_usd
 
 TABLES = ("huizinga_log_fit", "fema_one_story_no_basement")
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from governed_broker.sim import Decision, FloodModel, HouseholdAgent, HouseholdSituation
+from governed_broker.contracts.decision import Decision, HouseholdSituation
+from governed_broker.sim import FloodModel, HouseholdAgent
 
 POP_HEADER = ("tenure,flood_zone,income_usd,savings_usd,structure_value_usd,contents_value_usd,"
               "elevated,insured,trust_insurance,trust_neighbours")

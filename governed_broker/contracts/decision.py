@@ -1,4 +1,4 @@
-"""The decision step of the yearly loop, behind a small interface.
+"""The decision interface between the world and whoever decides (ground floor: no world types).
 
 The world builds one ``HouseholdSituation`` per active household (a frozen snapshot: nothing a
 decision maker does can change the world), hands the whole batch to a ``DecisionMaker`` and gets
@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-if TYPE_CHECKING:  # pragma: no cover
-    from governed_broker.sim.model import FloodModel
+from typing import Any, Protocol, runtime_checkable
 
 #: Decision statuses, as written to ``agents_yearly.csv`` and ``decisions.jsonl``.
 #: ``baseline``: taken by the non-LLM baseline rule. The others are the broker's statuses.
@@ -124,9 +121,9 @@ class DecisionMaker(Protocol):
     name: str
 
     def decide(
-        self, situations: Sequence[HouseholdSituation], model: FloodModel
+        self, situations: Sequence[HouseholdSituation], model: Any
     ) -> list[Decision]: ...
 
-    def end_year(self, model: FloodModel, year: int) -> None: ...
+    def end_year(self, model: Any, year: int) -> None: ...
 
     def close(self) -> None: ...
