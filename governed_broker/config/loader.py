@@ -382,6 +382,14 @@ def check_combinations(config: ExperimentConfig, source: Path,
             raise ConfigError(
                 f"{source}: field 'memory.engine': {config.memory.engine!r} needs a 'memory:' "
                 f"section in {config.resolve_path(config.agent_types)}; add it or use 'none'")
+        try:  # here, not when the model is built: a typo is a configuration error
+            agent_types.memory.with_overrides(config.memory.overrides)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise ConfigError(f"{source}: field 'memory.overrides': "
+                              f"{excerpt(str(exc), 400)}") from exc
+    elif config.memory.overrides:
+        raise ConfigError(f"{source}: field 'memory.overrides': set, but memory.engine is "
+                          "'none', so they would change nothing; remove them or choose an engine")
 
 
 def hazard_zone_names(config: ExperimentConfig) -> set[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -42,7 +43,8 @@ def test_relative_paths_resolve_against_the_yaml_directory(repo_root: Path, tmp_
 def test_overrides_reach_nested_and_dict_fields(experiments) -> None:
     config = experiments.config([
         "seed=7", "population.size=33", "hazard.zones.high.annual_probability=0.5",
-        "memory.overrides.decay_rate=0.2", "sweep.parameters.seed=[1, 2]",
+        "memory.engine=humancentric", "memory.overrides.decay_rate=0.2",
+        "sweep.parameters.seed=[1, 2]",
         "network.kind=ring", "description=hello world",
     ])
     assert config.seed == 7 and config.population.size == 33
@@ -149,3 +151,17 @@ def test_bad_agent_types_are_config_errors(repo_root: Path, tmp_path: Path, edit
     with pytest.raises(ConfigError) as info:
         load_agent_types(path)
     assert needle in str(info.value) and str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ("memory.overrides.decay_rat=0.2", "unknown parameter(s) ['decay_rat']"),
+    ("memory.overrides.decay_rate=-5", "memory.overrides"),
+])
+def test_memory_override_typos_are_configuration_errors(experiments, override, expected) -> None:
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        experiments.config(["memory.engine=humancentric", override])
+
+
+def test_memory_overrides_without_an_engine_are_refused(experiments) -> None:
+    with pytest.raises(ConfigError, match="would change nothing"):
+        experiments.config(["memory.engine=none", "memory.overrides.decay_rate=0.2"])

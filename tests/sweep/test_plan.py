@@ -106,7 +106,8 @@ def test_sampler_points_times_grid(experiment):
 
 
 def test_dict_field_paths(experiment):
-    sweep = {"parameters": {"memory.overrides.decay_rate": [0.1, 0.2]}}
+    sweep = {"parameters": {"memory.overrides.decay_rate": [0.1, 0.2],
+                            "memory.engine": ["humancentric"]}}
     plan = build_plan(experiment(sweep))
     config = load_experiment(plan.experiment, plan.run_overrides(plan.runs[1]))
     assert config.memory.overrides["decay_rate"] == 0.2
