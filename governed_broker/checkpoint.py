@@ -150,15 +150,6 @@ class CheckpointWriter:
         return self._memory.hexdigest()
 
 
-def write_checkpoint(work: Path, model: FloodModel, *, config_hash: str, rows: int) -> Path:
-    """Write one checkpoint without a writer carried across years (hashes every file whole).
-
-    Runs use ``CheckpointWriter``, whose cost per year does not grow with the run; this is the
-    one-off form.
-    """
-    return CheckpointWriter(work, config_hash).write(model, rows)
-
-
 def _write_dir(work: Path, model: FloodModel, meta: dict[str, Any]) -> Path:
     final = _year_dir(work, model.year)
     tmp = final.with_name(f".{final.name}.tmp")
