@@ -27,6 +27,11 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"audit value of type {type(value).__name__} is not JSON-serialisable")
 
 
+#: JSON escapes for the characters other than ``\n`` at which ``str.splitlines`` (and
+#: JavaScript) break a line; raw, they would cut a JSON line in two for such readers.
+_LINE_SAFE = {c: f"\\u{c:04x}" for c in (0x0B, 0x0C, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+
+
 def to_json_line(record: Mapping[str, Any]) -> str:
     """One record as a JSON line (UTF-8 text, no trailing newline).
 
@@ -39,7 +44,8 @@ def to_json_line(record: Mapping[str, Any]) -> str:
         line.encode("utf-8")
     except UnicodeEncodeError:
         line = json.dumps(record, ensure_ascii=True, default=_json_default)
-    return line
+    # characters that some line readers split at: escaped (they only occur inside strings)
+    return line.translate(_LINE_SAFE)
 
 
 class JsonlWriter:

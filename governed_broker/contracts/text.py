@@ -23,16 +23,19 @@ MAX_REPLY_CHARS = 20_000
 MAX_JSON_DEPTH = 32
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
-# C0 controls except tab and newline, and DEL; carriage returns become newlines below.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+# C0 controls except tab and newline, DEL and the C1 controls (NEL included); carriage returns
+# and the Unicode line and paragraph separators become newlines below, because many readers
+# of JSON lines (str.splitlines, JavaScript) split a line at them.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LINE_BREAKS = re.compile("\r\n|[\r\u2028\u2029]")
 
 
 def clean_text(text: str, max_chars: int = MAX_REPLY_CHARS) -> tuple[str, list[str]]:
     """Text that any UTF-8 file, JSON line, SQLite column or prompt accepts, and what changed.
 
-    Lone surrogates become U+FFFD, ``\\r\\n`` and ``\\r`` become ``\\n``, other control
-    characters (NUL included; tab and newline kept) are removed, and text beyond ``max_chars``
-    is cut off.
+    Lone surrogates become U+FFFD; ``\\r\\n``, ``\\r``, U+2028 and U+2029 become ``\\n``;
+    other control characters (C0 with NUL, DEL, C1 with NEL; tab and newline kept) are
+    removed; text beyond ``max_chars`` is cut off.
 
     Args:
         text: Untrusted text (a non-string is converted with ``str``, and that is reported).
@@ -51,9 +54,9 @@ def clean_text(text: str, max_chars: int = MAX_REPLY_CHARS) -> tuple[str, list[s
     text, n = _SURROGATES.subn("\ufffd", text)
     if n:
         notes.append(f"{n} lone surrogate(s) replaced by U+FFFD")
-    if "\r" in text:
-        notes.append("carriage return(s) made newlines")
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text, n = _LINE_BREAKS.subn("\n", text)
+    if n:
+        notes.append(f"{n} carriage return(s) or line separator(s) made newlines")
     text, n = _CONTROLS.subn("", text)
     if n:
         notes.append(f"{n} control character(s) removed")

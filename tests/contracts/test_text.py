@@ -63,3 +63,20 @@ def test_clean_json_strings_cleans_keys_and_values() -> None:
     assert value == {"k\ufffd": ["a", {"b": "\ufffd"}], "n": 1}
     assert notes == ["in parsed strings: control character(s) removed",
                      "in parsed strings: lone surrogate(s) replaced by U+FFFD"]
+
+
+def test_line_separators_and_c1_controls_are_cleaned() -> None:
+    cleaned, notes = clean_text("a\u2028b\u2029c\x85d\x9be")
+    assert cleaned == "a\nb\ncde"
+    assert any("line separator" in n for n in notes) and any("control" in n for n in notes)
+
+
+@given(st.dictionaries(st.text(max_size=5), st.text(max_size=40), max_size=4))
+@settings(max_examples=200, deadline=None)
+def test_a_json_line_is_one_line_for_every_reader(record) -> None:
+    from governed_broker.contracts.jsonl import to_json_line
+
+    line = to_json_line(record)
+    assert len(line.splitlines()) == 1  # str.splitlines breaks at U+2028, U+0085, ...
+    assert json.loads(line) == record
+    line.encode("utf-8")
