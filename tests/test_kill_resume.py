@@ -64,6 +64,7 @@ def test_baseline_survives_random_kills(experiments, tmp_path, seed) -> None:
     path = experiments.write(experiments.data(), "kill.yaml")
     out = tmp_path / "killed"
     kills = _kill_until_done(_args(path, out, BASELINE), out, random.Random(seed), 0.8, 3.0)
+    print(f"SIGKILLs before completion: {kills}")
     assert kills >= 1, "no kill landed; make the run longer"
     assert not partial_dir(out).exists()
     for name in OUTPUTS:
@@ -84,6 +85,7 @@ def test_governed_llm_run_survives_random_kills(experiments, tmp_path, repo_root
     path = experiments.write(experiments.data(), "kill.yaml")
     out = tmp_path / "killed"
     kills = _kill_until_done(_args(path, out, settings), out, random.Random(7), 1.2, 3.0)
+    print(f"SIGKILLs before completion: {kills}")
     assert kills >= 1, "no kill landed; make the run longer"
     for name in OUTPUTS:
         assert (out / name).read_bytes() == (reference / name).read_bytes(), (name, kills)
