@@ -20,11 +20,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel
 
-BackendKind = Literal["embedded", "ollama", "openai", "scripted"]
+#: LLM backends by name: the function that builds one from the ``llm`` section, written as
+#: ``"module:function"`` and imported only when a run uses it. A new backend is a module with a
+#: builder ``(LLMConfig, base_dir) -> LLMBackend`` plus one entry here (docs/ARCHITECTURE.md
+#: "How to add a backend").
+LLM_BACKENDS: dict[str, str] = {
+    "embedded": "governed_broker.llm.factory:build_embedded",
+    "ollama": "governed_broker.llm.factory:build_ollama",
+    "openai": "governed_broker.llm.factory:build_openai",
+    "scripted": "governed_broker.llm.factory:build_scripted",
+}
 
 
 class LLMCacheConfig(StrictModel):
@@ -49,8 +58,9 @@ class LLMConfig(StrictModel):
     each ``LLMRequest``; the per-call seed comes from the experiment seed.
     """
 
-    backend: BackendKind = Field(
-        "embedded", description="embedded | ollama | openai | scripted (tests only)"
+    backend: str = Field(
+        "embedded", description="a name of LLM_BACKENDS: embedded | ollama | openai | "
+        "scripted (tests only)"
     )
     model: str | None = Field(
         None,
@@ -121,6 +131,13 @@ class LLMConfig(StrictModel):
         None, description="scripted only: YAML list of {pattern, reply, times} rules"
     )
     cache: LLMCacheConfig = LLMCacheConfig()
+
+    @field_validator("backend")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        if name not in LLM_BACKENDS:
+            raise ValueError(f"unknown backend {name!r}; registered: {', '.join(LLM_BACKENDS)}")
+        return name
 
     @model_validator(mode="after")
     def _check_backend_fields(self) -> LLMConfig:

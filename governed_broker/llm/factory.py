@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 from pathlib import Path
 
-from governed_broker.config.llm import LLMConfig
+from governed_broker.config.llm import LLM_BACKENDS, LLMConfig
 from governed_broker.config.yamlsafe import read_yaml
 from governed_broker.llm.base import LLMBackend, LLMError
 from governed_broker.llm.cache import ResponseCache
@@ -24,7 +25,8 @@ def _resolve(path: Path, base_dir: Path | None) -> Path:
     return path if path.is_absolute() or base_dir is None else base_dir / path
 
 
-def _policy(cfg: LLMConfig) -> RetryPolicy:
+def policy_of(cfg: LLMConfig) -> RetryPolicy:
+    """The retry policy of an ``llm`` section (for backends that call a server)."""
     return RetryPolicy(
         timeout_s=cfg.timeout_s,
         retries=cfg.retries,
@@ -34,7 +36,8 @@ def _policy(cfg: LLMConfig) -> RetryPolicy:
     )
 
 
-def _embedded(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
+def build_embedded(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
+    """The embedded llama.cpp backend of ``cfg`` (registered as ``embedded``)."""
     from governed_broker.llm.embedded import EmbeddedBackend, EmbeddedSettings
 
     if cfg.model_path is not None:
@@ -52,7 +55,8 @@ def _embedded(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
     return EmbeddedBackend(settings, model_name=name, sha256=sha, timeout_s=cfg.timeout_s)
 
 
-def _scripted(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
+def build_scripted(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
+    """The scripted test backend of ``cfg`` (registered as ``scripted``)."""
     assert cfg.script is not None  # guaranteed by LLMConfig's validator
     path = _resolve(cfg.script, base_dir)
     raw = read_yaml(path, "scripted-backend rules file")
@@ -74,35 +78,48 @@ def _scripted(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
     return backend
 
 
+def build_ollama(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
+    """The Ollama backend of ``cfg`` (registered as ``ollama``)."""
+    from governed_broker.llm.ollama_backend import OllamaBackend
+
+    return OllamaBackend(
+        model=str(cfg.model),
+        hosts=cfg.hosts,
+        concurrency=cfg.concurrency or 1,
+        policy=policy_of(cfg),
+        keep_alive=cfg.keep_alive,
+        health_check=cfg.health_check,
+    )
+
+
+def build_openai(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
+    """The OpenAI-compatible backend of ``cfg`` (registered as ``openai``)."""
+    from governed_broker.llm.openai_backend import OpenAICompatibleBackend
+
+    return OpenAICompatibleBackend(
+        model=str(cfg.model),
+        base_urls=cfg.hosts,
+        concurrency=cfg.concurrency or 4,
+        policy=policy_of(cfg),
+        api_key_env=cfg.api_key_env,
+        health_check=cfg.health_check,
+    )
+
+
 def build_backend(cfg: LLMConfig, base_dir: Path | None = None) -> LLMBackend:
-    """The bare backend of ``cfg`` (no cache, no log). Fails fast with actionable errors."""
-    if cfg.backend == "embedded":
-        return _embedded(cfg, base_dir)
-    if cfg.backend == "ollama":
-        from governed_broker.llm.ollama_backend import OllamaBackend
+    """The bare backend of ``cfg`` (no cache, no log). Fails fast with actionable errors.
 
-        return OllamaBackend(
-            model=str(cfg.model),
-            hosts=cfg.hosts,
-            concurrency=cfg.concurrency or 1,
-            policy=_policy(cfg),
-            keep_alive=cfg.keep_alive,
-            health_check=cfg.health_check,
-        )
-    if cfg.backend == "openai":
-        from governed_broker.llm.openai_backend import OpenAICompatibleBackend
-
-        return OpenAICompatibleBackend(
-            model=str(cfg.model),
-            base_urls=cfg.hosts,
-            concurrency=cfg.concurrency or 4,
-            policy=_policy(cfg),
-            api_key_env=cfg.api_key_env,
-            health_check=cfg.health_check,
-        )
-    if cfg.backend == "scripted":
-        return _scripted(cfg, base_dir)
-    raise LLMError(f"unknown llm.backend {cfg.backend!r}")  # pragma: no cover - Literal-checked
+    The builder is looked up by name in ``config.llm.LLM_BACKENDS`` and imported only now, so
+    a backend's dependencies are needed only by runs that use it.
+    """
+    target = LLM_BACKENDS[cfg.backend]  # the name was checked when the config was loaded
+    module_name, _, attr = target.partition(":")
+    try:
+        builder = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise LLMError(f"llm.backend {cfg.backend!r}: cannot load its builder {target!r} "
+                       f"({exc}); check the LLM_BACKENDS entry") from exc
+    return builder(cfg, base_dir)
 
 
 def backend_from_config(
