@@ -303,6 +303,8 @@ def _manifest(config, maker, started, seconds, model: FloodModel, rows: int) -> 
         "years": config.years,
         "decision_maker": maker.name,
         "n_households": model.n,
+        # the domain, so that analysis knows the run's actions and their effects
+        "actions": {a: spec.effect for a, spec in model.domain.actions.items()},
         "n_active_end": int((~model.hh.relocated).sum()),
         "n_agent_rows": rows,
         "config_base_dir": str(config.base_dir),

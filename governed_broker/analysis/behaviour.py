@@ -30,12 +30,14 @@ import pandas as pd
 
 from governed_broker.analysis._grouping import as_columns
 from governed_broker.analysis.errors import AnalysisInputError
+from governed_broker.analysis.schema import effects_of
 from governed_broker.analysis.version import stamp
 
 HIGH_THREAT = frozenset({"H", "VH"})
 LOW_THREAT = frozenset({"VL", "L"})
-EXTREME_ACTIONS = frozenset({"elevate_house", "relocate"})
-INACTION = "do_nothing"
+#: Effects (not action ids: a domain may rename or add actions) of extreme and of no action.
+EXTREME_EFFECTS = frozenset({"elevate", "relocate"})
+INACTION_EFFECT = "none"
 
 
 def incoherent_flags(agents: pd.DataFrame, on: Literal["executed", "proposed"]) -> pd.DataFrame:
@@ -48,10 +50,11 @@ def incoherent_flags(agents: pd.DataFrame, on: Literal["executed", "proposed"]) 
     if on not in ("executed", "proposed"):
         raise ValueError(f"on must be 'executed' or 'proposed', got {on!r}")
     action = agents[f"{on}_action"]
+    effect = effects_of(agents, f"{on}_action")
     label = agents["threat_label"]
     evaluable = (action.notna() & label.notna()).astype(bool)
-    high = (label.isin(HIGH_THREAT) & (action == INACTION)).fillna(False).astype(bool)
-    low = (label.isin(LOW_THREAT) & action.isin(EXTREME_ACTIONS)).fillna(False).astype(bool)
+    high = (label.isin(HIGH_THREAT) & (effect == INACTION_EFFECT)).fillna(False).astype(bool)
+    low = (label.isin(LOW_THREAT) & effect.isin(EXTREME_EFFECTS)).fillna(False).astype(bool)
     return pd.DataFrame(
         {
             "evaluable": evaluable,

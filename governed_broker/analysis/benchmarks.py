@@ -38,6 +38,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from governed_broker.analysis.errors import AnalysisInputError
+from governed_broker.analysis.schema import effects_of
 from governed_broker.analysis.trajectories import household_states
 from governed_broker.analysis.version import METRIC_VERSION
 from governed_broker.config.base import StrictModel
@@ -155,7 +156,8 @@ def _relocated_share_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureVa
 
 def _post_flood_inaction(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
     flooded = agents[agents["flooded"].astype(bool)]
-    return _share(flooded["executed_action"] == "do_nothing", "flooded household-years")
+    inaction = effects_of(flooded, "executed_action") == "none"
+    return _share(inaction, "flooded household-years")
 
 
 def _mg_nmg_gap(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:

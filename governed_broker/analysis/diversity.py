@@ -45,7 +45,7 @@ def decision_entropy(
     agents: pd.DataFrame,
     by: Sequence[str] | str | None = "year",
     column: str = "executed_action",
-    actions: Sequence[str] = ACTIONS,
+    actions: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Normalised entropy of actions per group (by default per year).
 
@@ -54,11 +54,14 @@ def decision_entropy(
         by: Grouping column(s); ``None`` pools all household-years.
         column: ``"executed_action"`` (default) or ``"proposed_action"``.
         actions: The action set; its length is K. Actions outside it raise ``ValueError``.
+            None: the run's domain as ``load_run`` recorded it
+            (``agents.attrs["action_effects"]``), else the default four actions.
 
     Returns:
         One row per group with ``n_decisions``, one ``n_<action>`` count per action and
         ``entropy`` (0..1).
     """
+    actions = list(actions or agents.attrs.get("action_effects") or ACTIONS)
     values = agents[column].dropna()
     unknown = sorted(set(values) - set(actions))
     if unknown:

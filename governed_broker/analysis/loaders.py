@@ -24,9 +24,11 @@ from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.schema import (
     AGENT_COLUMNS,
     BOOL,
+    DEFAULT_ACTION_EFFECTS,
     MODEL_COLUMNS,
     NULLABLE_AGENT_COLUMNS,
     STR,
+    model_columns,
 )
 
 AGENTS_FILE = "agents_yearly.csv"
@@ -54,6 +56,8 @@ class RunData:
         manifest: ``manifest.json`` as a dict (empty when the file is absent).
         config: The resolved ``config.yaml`` as a dict (None when absent).
         decisions: ``decisions.jsonl`` records (None when the run has no broker audit).
+        actions: The run's domain, action id -> effect, in the world's order (from the
+            manifest; ``schema.DEFAULT_ACTION_EFFECTS`` for runs whose manifest predates it).
     """
 
     path: Path
@@ -63,6 +67,7 @@ class RunData:
     manifest: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] | None = None
     decisions: list[dict[str, Any]] | None = None
+    actions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ACTION_EFFECTS))
 
 
 @dataclass
@@ -185,12 +190,22 @@ def read_agents_table(path: Path | str) -> pd.DataFrame:
     return frame.sort_values(["year", "agent_id"], kind="stable").reset_index(drop=True)
 
 
-def read_model_table(path: Path | str) -> pd.DataFrame:
-    """Read a ``model_yearly.csv`` into the typed model table (see ``schema.MODEL_COLUMNS``)."""
+def action_count_columns(frame: pd.DataFrame) -> list[str]:
+    """The actions whose ``n_<action>`` counts a model table carries (its domain's actions)."""
+    return [c[2:] for c in frame.columns if c.startswith("n_") and c not in MODEL_COLUMNS]
+
+
+def read_model_table(path: Path | str, actions: list[str] | None = None) -> pd.DataFrame:
+    """Read a ``model_yearly.csv`` into the typed model table (see ``schema.model_columns``).
+
+    Args:
+        path: The file.
+        actions: The run's action ids (None: the ``n_<action>`` columns the file has).
+    """
     path = Path(path)
-    frame = coerce_columns(
-        _read_csv(path), MODEL_COLUMNS, str(path), frozenset({"mean_depth_flooded_m"})
-    )
+    frame = _read_csv(path)
+    schema = model_columns(action_count_columns(frame) if actions is None else actions)
+    frame = coerce_columns(frame, schema, str(path), frozenset({"mean_depth_flooded_m"}))
     return frame.sort_values("year", kind="stable").reset_index(drop=True)
 
 
@@ -256,15 +271,36 @@ def load_run(path: Path | str) -> RunData:
     decisions_path = path / DECISIONS_FILE
     manifest_path = path / MANIFEST_FILE
     config_path = path / CONFIG_FILE
+    manifest = _read_json(manifest_path) if manifest_path.is_file() else {}
+    actions = domain_actions(manifest, manifest_path)
+    agents = read_agents_table(path / AGENTS_FILE)
+    agents.attrs["action_effects"] = actions
     return RunData(
         path=path,
         run_id=path.name,
-        agents=read_agents_table(path / AGENTS_FILE),
-        model=read_model_table(path / MODEL_FILE),
-        manifest=_read_json(manifest_path) if manifest_path.is_file() else {},
+        agents=agents,
+        model=read_model_table(path / MODEL_FILE, list(actions)),
+        manifest=manifest,
         config=_read_yaml(config_path) if config_path.is_file() else None,
         decisions=read_decisions(decisions_path) if decisions_path.is_file() else None,
+        actions=actions,
     )
+
+
+def domain_actions(manifest: dict[str, Any], source: Path) -> dict[str, str]:
+    """A run's action id -> effect map from its manifest.
+
+    Manifests record ``actions`` since the domain could be renamed; a run written before (or a
+    directory without a manifest) used the repository's four actions, which is what
+    ``schema.DEFAULT_ACTION_EFFECTS`` holds.
+    """
+    actions = manifest.get("actions")
+    if actions is None:
+        return dict(DEFAULT_ACTION_EFFECTS)
+    if not isinstance(actions, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in actions.items()):
+        raise AnalysisInputError(f"{source}: 'actions' must map action ids to effects")
+    return dict(actions)
 
 
 #: Columns of ``sweep_runs.csv`` that are bookkeeping, not swept parameters (those that
@@ -284,6 +320,21 @@ def _sweep_parameters(runs: pd.DataFrame) -> list[str]:
     if prefixed:
         return prefixed
     return [c for c in runs.columns if c not in SWEEP_BOOKKEEPING_COLUMNS]
+
+
+def _sweep_actions(sweep_dir: Path, runs: pd.DataFrame) -> dict[str, str]:
+    """The domain of a sweep's runs (from their manifests; one domain for all runs)."""
+    found: dict[str, str] | None = None
+    for run_dir in runs.get("run_dir", pd.Series(dtype=str)).dropna().astype(str):
+        manifest_path = sweep_dir / run_dir / MANIFEST_FILE  # an absolute run_dir stays so
+        if not manifest_path.is_file():
+            continue
+        actions = domain_actions(_read_json(manifest_path), manifest_path)
+        if found is not None and actions != found:
+            raise AnalysisInputError(f"{manifest_path}: the runs of this sweep have different "
+                                     "action domains; analyse them separately")
+        found = actions
+    return found if found is not None else dict(DEFAULT_ACTION_EFFECTS)
 
 
 def load_sweep(path: Path | str, completed_only: bool = True) -> SweepData:
@@ -332,9 +383,8 @@ def load_sweep(path: Path | str, completed_only: bool = True) -> SweepData:
         runs = runs.sort_values(by="index", key=lambda c: pd.to_numeric(c), kind="stable")
         runs = runs.reset_index(drop=True)
     agents = coerce_columns(agents, AGENT_COLUMNS, str(agents_path), NULLABLE_AGENT_COLUMNS)
-    model = coerce_columns(
-        model, MODEL_COLUMNS, str(model_path), frozenset({"mean_depth_flooded_m"})
-    )
+    model = coerce_columns(model, model_columns(action_count_columns(model)), str(model_path),
+                           frozenset({"mean_depth_flooded_m"}))
     unknown = sorted(set(agents["run_id"]) - set(runs["run_id"]))
     if unknown:
         raise AnalysisInputError(f"{agents_path}: run_id {unknown[0]!r} is not in {index_path}")
@@ -343,6 +393,7 @@ def load_sweep(path: Path | str, completed_only: bool = True) -> SweepData:
         runs = runs[ok].reset_index(drop=True)
         agents = agents[agents["run_id"].isin(runs["run_id"])].reset_index(drop=True)
         model = model[model["run_id"].isin(runs["run_id"])].reset_index(drop=True)
+    agents.attrs["action_effects"] = _sweep_actions(path, runs)
     return SweepData(path=path, runs=runs, agents=agents, model=model, parameters=parameters)
 
 

@@ -7,8 +7,22 @@ dollars (``*_usd``); depths are float metres (``*_m``); labels and actions are s
 
 from __future__ import annotations
 
-#: The four household actions of ``agent_types.yaml`` (the default action set for entropy).
-ACTIONS: tuple[str, ...] = ("do_nothing", "buy_insurance", "elevate_house", "relocate")
+from typing import TYPE_CHECKING
+
+from governed_broker.analysis.errors import AnalysisInputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+#: Action id -> effect of the repository's ``agent_types.yaml``. A run's own domain comes from
+#: its ``manifest.json`` (``actions``); this map is used only for runs written before manifests
+#: recorded it (those could not rename actions) and for tables built by hand.
+DEFAULT_ACTION_EFFECTS: dict[str, str] = {
+    "do_nothing": "none", "buy_insurance": "insure", "elevate_house": "elevate",
+    "relocate": "relocate",
+}
+#: The default action set (entropy of tables without a run's domain).
+ACTIONS: tuple[str, ...] = tuple(DEFAULT_ACTION_EFFECTS)
 
 #: Five-level PMT appraisal labels, lowest first.
 PMT_LABELS: tuple[str, ...] = ("VL", "L", "M", "H", "VH")
@@ -73,14 +87,22 @@ MODEL_COLUMNS: dict[str, str] = {
     "total_premiums_usd": FLOAT,
     "total_action_costs_usd": FLOAT,
     "mean_depth_flooded_m": FLOAT,
-    "n_do_nothing": INT,
-    "n_buy_insurance": INT,
-    "n_elevate_house": INT,
-    "n_relocate": INT,
+    # one n_<action> count per action of the run's domain comes here (``model_columns``)
     "n_rejected": INT,
     "n_retries": INT,
     "n_infeasible": INT,
 }
+
+def model_columns(actions: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """Columns of a run's ``model_yearly.csv``: ``MODEL_COLUMNS`` with one ``n_<action>`` count
+    per action of its domain, in the world's order (before ``n_rejected``)."""
+    out: dict[str, str] = {}
+    for name, dtype in MODEL_COLUMNS.items():
+        if name == "n_rejected":
+            out.update({f"n_{a}": INT for a in actions})
+        out[name] = dtype
+    return out
+
 
 #: Columns that the contract allows to be empty (everything else must be filled).
 NULLABLE_AGENT_COLUMNS = frozenset(
@@ -93,3 +115,25 @@ NULLABLE_AGENT_COLUMNS = frozenset(
         "proposed_action",
     }
 )
+
+
+def effects_of(agents: pd.DataFrame, column: str) -> pd.Series:
+    """The effect (``none``, ``insure``, ``elevate``, ``relocate``) of each row's action.
+
+    The action -> effect map is the run's own domain, which ``load_run`` / ``load_sweep`` put
+    in ``agents.attrs["action_effects"]`` (it travels with copies and filtered tables); a table
+    without it (built by hand) is read with ``DEFAULT_ACTION_EFFECTS``. An action outside the
+    map is an error rather than a guess.
+
+    Args:
+        agents: Agent table.
+        column: ``executed_action`` or ``proposed_action``.
+    """
+    effects = agents.attrs.get("action_effects") or DEFAULT_ACTION_EFFECTS
+    actions = agents[column]
+    unknown = sorted(set(actions.dropna()) - set(effects))
+    if unknown:
+        raise AnalysisInputError(
+            f"{column}: action {unknown[0]!r} is not in the run's domain {sorted(effects)}; "
+            "load the run with load_run, which reads its domain from manifest.json")
+    return actions.map(effects)

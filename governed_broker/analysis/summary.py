@@ -97,7 +97,8 @@ def summarise_run(run: RunData, bench: BenchmarkSet | None = None) -> RunSummary
         infeasible=infeasible_proposal_rate(agents, run.decisions),
         workload=governance_workload(agents, by="year"),
         workload_overall=governance_workload(agents),
-        entropy=decision_entropy(agents, by="year"),
-        entropy_overall=float(decision_entropy(agents, by=None)["entropy"].iloc[0]),
+        entropy=decision_entropy(agents, by="year", actions=list(run.actions)),
+        entropy_overall=float(decision_entropy(agents, by=None, actions=list(run.actions))
+                              ["entropy"].iloc[0]),
         fit=fit_to_benchmarks(agents, bench),
     )

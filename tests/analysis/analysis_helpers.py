@@ -13,9 +13,10 @@ import pandas as pd
 
 from governed_broker.analysis.loaders import coerce_columns
 from governed_broker.analysis.schema import (
+    ACTIONS,
     AGENT_COLUMNS,
-    MODEL_COLUMNS,
     NULLABLE_AGENT_COLUMNS,
+    model_columns,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -70,6 +71,7 @@ def make_agents(rows: list[dict]) -> pd.DataFrame:
 
 def make_model(years: list[int]) -> pd.DataFrame:
     """A typed model table with zeros (for loader tests)."""
-    rows = [{c: 0 for c in MODEL_COLUMNS} | {"year": y, "flood_occurred": False} for y in years]
-    return coerce_columns(pd.DataFrame(rows), MODEL_COLUMNS, "test")
+    columns = model_columns(ACTIONS)
+    rows = [{c: 0 for c in columns} | {"year": y, "flood_occurred": False} for y in years]
+    return coerce_columns(pd.DataFrame(rows), columns, "test")
 
