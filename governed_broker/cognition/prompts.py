@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from governed_broker.config.base import ConfigError
+from governed_broker.config.base import ConfigError, excerpt
 from governed_broker.config.yamlsafe import read_yaml
 
 #: Placeholders each key of ``household.yaml`` may use.
@@ -125,7 +125,7 @@ def load_templates(
     for key, allowed in spec.items():
         value = data[key]
         if not isinstance(value, str):
-            raise ConfigError(f"{path}: template {key!r} must be a string, got {value!r}")
+            raise ConfigError(f"{path}: template {key!r} must be a string, got {excerpt(value)}")
         template = string.Template(value)
         if not template.is_valid():
             raise ConfigError(f"{path}: template {key!r} is malformed (write $$ for a dollar)")

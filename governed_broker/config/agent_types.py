@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from governed_broker.config.base import StrictModel
+from governed_broker.config.base import StrictModel, excerpt
 
 Tenure = Literal["owner", "renter"]
 
@@ -55,7 +55,8 @@ class PMTLabels(StrictModel):
     def _consistent(self) -> PMTLabels:
         t = self.thresholds
         if any(not 0.0 < x < 1.0 for x in t) or any(b <= a for a, b in zip(t, t[1:], strict=False)):
-            raise ValueError(f"thresholds must be strictly increasing within (0, 1), got {t}")
+            raise ValueError(f"thresholds must be strictly increasing within (0, 1), got "
+                             f"{excerpt(str(t))}")
         if len(self.labels) != len(t) + 1:
             raise ValueError(
                 f"labels needs len(thresholds)+1 = {len(t) + 1} entries, got {len(self.labels)}"

@@ -69,6 +69,25 @@ def _bool_where_number(annotation: Any, value: Any) -> bool:
     return False
 
 
+def excerpt(value: Any, limit: int = 80) -> str:
+    """A short, printable excerpt of a value for an error message.
+
+    Messages may quote what the user wrote, never pages of a file (a mistyped path can name a
+    system file): containers are shown by type and size only, text is cut to ``limit``
+    characters (about one line) and non-printable characters (controls, escapes that could
+    move a terminal's cursor) are shown as ``?``.
+
+    Args:
+        value: What to quote.
+        limit: Longest excerpt (characters), ellipsis included.
+    """
+    if isinstance(value, dict | list | tuple | set | frozenset):
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    shown = repr(value[: limit + 1]) if isinstance(value, str | bytes) else repr(value)
+    shown = "".join(c if c.isprintable() else "?" for c in shown)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
 class ConfigError(Exception):
     """A configuration problem the user must fix (exit code 2 on the command line).
 

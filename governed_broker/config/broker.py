@@ -148,7 +148,7 @@ class RAGConfig(StrictModel):
     hyde: bool = False
     expansion_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     expansion_max_tokens: int = Field(default=256, ge=16, le=4096)
-    rrf_k: int = Field(default=60, ge=1)
+    rrf_k: int = Field(default=60, ge=1, le=10_000)  # above, every rank scores alike
 
 
 # ---------------------------------------------------------------------------------------------

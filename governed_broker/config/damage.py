@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field, model_validator
 
-from governed_broker.config.base import StrictModel
+from governed_broker.config.base import StrictModel, excerpt
 from governed_broker.config.yamlsafe import read_yaml
 
 
@@ -26,12 +26,19 @@ class DamageCurve(StrictModel):
         d, f = self.depth_m, self.fraction
         if len(d) != len(f):
             raise ValueError(f"depth_m has {len(d)} points but fraction has {len(f)}")
-        if any(b <= a for a, b in zip(d, d[1:], strict=False)) or d[0] < 0:
-            raise ValueError(f"depth_m must be >= 0 and strictly increasing, got {d}")
-        if any(not 0.0 <= x <= 1.0 for x in f):
-            raise ValueError(f"fraction values must lie in [0, 1], got {f}")
-        if any(b < a for a, b in zip(f, f[1:], strict=False)):
-            raise ValueError(f"fraction must not decrease with depth, got {f}")
+        # messages name the first bad point, never the whole list: the file may be any file
+        bad = [i for i in range(len(d)) if d[i] < 0 or (i and d[i] <= d[i - 1])]
+        if bad:
+            raise ValueError(f"depth_m must be >= 0 and strictly increasing (point {bad[0]}: "
+                             f"{excerpt(d[bad[0]])})")
+        bad = [i for i in range(len(f)) if not 0.0 <= f[i] <= 1.0]
+        if bad:
+            raise ValueError(f"fraction values must lie in [0, 1] (point {bad[0]}: "
+                             f"{excerpt(f[bad[0]])})")
+        bad = [i for i in range(1, len(f)) if f[i] < f[i - 1]]
+        if bad:
+            raise ValueError(f"fraction must not decrease with depth (point {bad[0]}: "
+                             f"{excerpt(f[bad[0]])} after {excerpt(f[bad[0] - 1])})")
         return self
 
     def __call__(self, depth_m: np.ndarray) -> np.ndarray:

@@ -81,24 +81,32 @@ class LLMConfig(StrictModel):
     concurrency: int | None = Field(
         None,
         ge=1,
+        le=256,
         description="requests in flight per host (embedded: parallel slots). Default 1 for "
         "embedded and ollama (source: local_llm.md s5, 2 cores slower with 2 in flight; "
-        "OLLAMA_NUM_PARALLEL defaults to 1), 4 for openai servers (continuous batching)",
+        "OLLAMA_NUM_PARALLEL defaults to 1), 4 for openai servers (continuous batching); at "
+        "most 256, above the batch of any single inference server",
     )
     threads: int | None = Field(
-        None, ge=1, description="embedded: CPU threads; default all usable cores"
+        None, ge=1, le=1024,
+        description="embedded: CPU threads; default all usable cores; at most 1024 (more than "
+        "any one machine has)"
     )
     temperature: float = Field(
         0.7, ge=0.0, le=2.0, description="source: local_llm.md s5 protocol (temperature 0.7)"
     )
     max_tokens: int = Field(
-        256, ge=1, description="tokens generated at most; a PMT decision needs ~80-120"
+        256, ge=1, le=32_768,
+        description="tokens generated at most; a PMT decision needs ~80-120; at most 32,768 "
+        "(a reply that long is a runaway generation, not a decision)"
     )
     num_ctx: int = Field(
         4096,
         ge=256,
+        le=1_048_576,
         description="context window in tokens; always set explicitly for Ollama "
-        "(source: local_llm.md s8, Ollama sizes it by VRAM otherwise)",
+        "(source: local_llm.md s8, Ollama sizes it by VRAM otherwise); at most 1,048,576, the "
+        "largest context of current open models",
     )
     timeout_s: float = Field(
         300.0, gt=0, description="seconds per call before it counts as a timeout"

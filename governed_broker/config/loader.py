@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from governed_broker.config.agent_types import AgentTypesConfig
-from governed_broker.config.base import BOOL_NUMBER, ConfigError
+from governed_broker.config.base import BOOL_NUMBER, ConfigError, excerpt
 from governed_broker.config.cost import check_run_limits
 from governed_broker.config.damage import load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
@@ -47,19 +47,6 @@ class _Unquoted:
 
     def __repr__(self) -> str:
         return "value not shown"
-
-
-def excerpt(value: Any, limit: int = 80) -> str:
-    """A short, printable excerpt of a value for an error message.
-
-    Messages may quote what the user wrote, never pages of a file: containers are shown by
-    type and size, text is cut to ``limit`` characters and non-printable characters escaped.
-    """
-    if isinstance(value, dict | list | tuple | set):
-        return f"a {type(value).__name__} of {len(value)} item(s)"
-    shown = repr(value) if not isinstance(value, str) else repr(value[: limit + 1])
-    shown = "".join(c if c.isprintable() else "?" for c in shown)
-    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,8 +125,8 @@ def apply_overrides(
                 nxt = node[key] = {}
             if not isinstance(nxt, dict):
                 raise ConfigError(
-                    f"--set {text!r}: '{dotted}' is {nxt!r} in {source}, not a section; "
-                    "cannot set a key inside it"
+                    f"--set {excerpt(text)}: '{dotted}' is {excerpt(nxt)} in {source}, not a "
+                    "section; cannot set a key inside it"
                 )
             node, annotation = nxt, child
     return data
@@ -241,7 +228,7 @@ def read_experiment_yaml(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, 
         return data
     if not isinstance(parent, str) or Path(parent).name != parent:
         raise ConfigError(
-            f"{path}: field 'extends': {parent!r} is not allowed; give the file name of an "
+            f"{path}: field 'extends': {excerpt(parent)} is not allowed; give the file name of an "
             "experiment in the same directory, e.g. 'baseline.yaml'"
         )
     base_path = path.parent / parent
@@ -309,6 +296,8 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
                 f"{source}: field 'hazard.zones': population zones {missing} have no hazard "
                 f"entry; defined zones: {sorted(hazard_zones)}"
             )
+    else:
+        check_fixed_schedule(config, source, pop_zones)
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
     check_input_files(config, source)
@@ -342,17 +331,20 @@ def check_input_files(config: ExperimentConfig, source: Path) -> None:
     parses, so that a run never stops halfway on a missing or broken input."""
     llm = config.decision.maker == "llm"
     if config.memory.engine != "none":
-        _readable(source, "memory.concepts_file", config.resolve_path(config.memory.concepts_file),
-                  "knowledge graph", dict)
+        graph = _readable(source, "memory.concepts_file",
+                          config.resolve_path(config.memory.concepts_file), "knowledge graph", dict)
+        if set(graph) - {"concepts", "relations"} or not isinstance(graph.get("concepts"), dict):
+            raise ConfigError(f"{source}: field 'memory.concepts_file': "
+                              f"{config.resolve_path(config.memory.concepts_file)} is not a "
+                              "knowledge graph (a mapping of 'concepts' and 'relations')")
     if llm:
         prompts = config.resolve_path(config.governance.context.prompts_dir)
         templates = ["household.yaml"] + (["reflection.yaml"] if config.reflection.enabled else [])
         for name in templates:
             _readable(source, "governance.context.prompts_dir", prompts / name,
                       "prompt template file", dict)
-    if llm and config.llm is not None and config.llm.script is not None:
-        _readable(source, "llm.script", config.resolve_path(config.llm.script),
-                  "scripted-backend rules file", list)
+    if llm and config.llm is not None:
+        check_llm_files(config, source)
     if llm and config.rag.enabled:
         docs = config.resolve_path(config.rag.knowledge_dir)
         if not docs.is_dir():
@@ -361,6 +353,67 @@ def check_input_files(config: ExperimentConfig, source: Path) -> None:
             _readable(source, "rag.knowledge_dir", doc, "knowledge document", None)
         topics = config.rag.topics_file or config.rag.knowledge_dir / "rag_topics.yaml"
         _readable(source, "rag.topics_file", config.resolve_path(topics), "rag topics file", dict)
+
+
+#: First bytes of a GGUF model file and of an SQLite database (their format specifications).
+GGUF_MAGIC = b"GGUF"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _magic(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of a file (a ``ConfigError`` when it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read file ({exc.strerror})") from exc
+
+
+def check_llm_files(config: ExperimentConfig, source: Path) -> None:
+    """The LLM section's files: the scripted backend's rules, a local GGUF model and an
+    existing response cache, so that none fails after the run has started."""
+    llm = config.llm
+    assert llm is not None
+    if llm.script is not None:
+        _check_script(source, config.resolve_path(llm.script))
+    if llm.model_path is not None:
+        _check_model_file(source, config.resolve_path(llm.model_path))
+    if llm.cache.mode != "off" and llm.cache.path is not None:
+        _check_cache_file(source, config.resolve_path(llm.cache.path))
+
+
+def _check_script(source: Path, path: Path) -> None:
+    """A scripted backend's rules: a list of ``{pattern, reply, times}`` mappings."""
+    rules = _readable(source, "llm.script", path, "scripted-backend rules file", list)
+    for index, rule in enumerate(rules):
+        times = rule.get("times") if isinstance(rule, dict) else None
+        if not isinstance(rule, dict) or set(rule) - {"pattern", "reply", "times"} or \
+                not {"pattern", "reply"} <= set(rule) or \
+                (times is not None and (type(times) is not int or times < 1)):
+            raise ConfigError(
+                f"{source}: field 'llm.script': {path}: rule {index} must be a mapping with "
+                "keys pattern and reply, and optionally times (a whole number >= 1)")
+
+
+def _check_model_file(source: Path, path: Path) -> None:
+    """A local GGUF model: a regular file with GGUF's magic number (not its size: models are
+    gigabytes, and reading one is the backend's job)."""
+    if not path.is_file():
+        raise ConfigError(f"{source}: field 'llm.model_path': {path}: "
+                          f"{'not a regular file' if path.exists() else 'file not found'}")
+    if _magic(path, len(GGUF_MAGIC)) != GGUF_MAGIC:
+        raise ConfigError(f"{source}: field 'llm.model_path': {path} is not a GGUF model file "
+                          "(it does not start with 'GGUF')")
+
+
+def _check_cache_file(source: Path, path: Path) -> None:
+    """A response cache: missing (it is created), empty, or an SQLite database."""
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"{source}: field 'llm.cache.path': {path} is not a regular file "
+                          "(an SQLite response cache, created if missing)")
+    if path.is_file() and path.stat().st_size and _magic(path, len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+        raise ConfigError(f"{source}: field 'llm.cache.path': {path} is not an SQLite database; "
+                          "name a new file (it is created) or an earlier cache")
 
 
 def check_combinations(config: ExperimentConfig, source: Path,
@@ -397,6 +450,24 @@ def hazard_zone_names(config: ExperimentConfig) -> set[str]:
     if config.hazard.mode == "stochastic":
         return set(config.hazard.zones)
     return {z for e in fixed_events(config) for z in e.depth_m}
+
+
+def check_fixed_schedule(config: ExperimentConfig, source: Path, pop_zones: set[str]) -> None:
+    """A fixed flood schedule names only population zones and each year once: a misspelt
+    zone would silently never flood, and of two entries for one year only one would count."""
+    field = "hazard.file" if config.hazard.file is not None else "hazard.events"
+    events = _field(source, field, lambda: fixed_events(config))
+    unknown = sorted({z for e in events for z in e.depth_m} - pop_zones)
+    if unknown:
+        shown = ", ".join(excerpt(z, 40) for z in unknown[:5])
+        raise ConfigError(
+            f"{source}: field '{field}': flood zone(s) {shown} are not zones of the population "
+            f"({', '.join(sorted(pop_zones))}); a zone no household lives in never floods")
+    years = [e.year for e in events]
+    twice = sorted({y for y in years if years.count(y) > 1})
+    if twice:
+        raise ConfigError(f"{source}: field '{field}': year(s) {twice} listed more than once; "
+                          "give each flood year one entry with the depth of every zone")
 
 
 def fixed_events(config: ExperimentConfig) -> list[Any]:

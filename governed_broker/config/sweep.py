@@ -147,16 +147,19 @@ class SlurmConfig(StrictModel):
 
     partition: str | None = None
     time: str = "01:00:00"
-    cpus_per_task: int = Field(1, ge=1)
-    mem_gb: float | None = Field(None, gt=0)
-    gpus_per_node: int = Field(0, ge=0)
+    # upper bounds: far above any one compute node (1024 cores, 100 TB, 64 GPUs); above
+    # them a value is a typo that sbatch would refuse only after the sweep was planned
+    cpus_per_task: int = Field(1, ge=1, le=1024)
+    mem_gb: float | None = Field(None, gt=0, le=100_000)
+    gpus_per_node: int = Field(0, ge=0, le=64)
     account: str | None = None
     qos: str | None = None
     extra: dict[str, str | int | float | bool] = {}
     setup: list[str] = []
-    runs_per_task: int = Field(1, ge=1)
-    max_array_size: int | None = Field(None, ge=1)
-    array_parallelism: int | None = Field(None, ge=1)
+    # at most a million: more than any sweep (sampler.n x replicates) we plan
+    runs_per_task: int = Field(1, ge=1, le=1_000_000)
+    max_array_size: int | None = Field(None, ge=1, le=1_000_000)
+    array_parallelism: int | None = Field(None, ge=1, le=1_000_000)
     job_name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+$")
 
     @field_validator("time")
@@ -234,7 +237,7 @@ class SweepConfig(StrictModel):
     sampler: SamplerConfig | None = None
     replicates: int = Field(1, ge=1, le=100_000)
     executor: Literal["local", "slurm"] = "local"
-    max_workers: int | None = Field(None, ge=1)
+    max_workers: int | None = Field(None, ge=1, le=1024)  # processes of one machine
     max_attempts: int = Field(3, ge=1, le=100)
     slurm: SlurmConfig = SlurmConfig()
     llm_hosts: list[str] = []

@@ -11,6 +11,7 @@ file with ``ExperimentConfig.resolve_path``.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -30,6 +31,12 @@ MAX_USD = 1e9
 MAX_DEPTH_M = 20.0
 #: Largest lognormal spread (sigma of ln x): exp(3) is a factor of 20 per standard deviation.
 MAX_SIGMA = 3.0
+#: Standard deviations above the median that a money lognormal must keep below ``MAX_USD``: a
+#: draw beyond 6 sigma has a chance of about 1 in a billion, so drawn incomes and values stay
+#: within the money bound for any population we run.
+MONEY_TAIL_SIGMAS = 6.0
+#: Latest year a setting may name: the longest run (``years`` <= 1000).
+MAX_YEAR = 1000
 
 Money = Annotated[float, Field(ge=0.0, le=MAX_USD, description="US dollars")]
 Depth = Annotated[float, Field(ge=0.0, le=MAX_DEPTH_M, description="metres")]
@@ -55,12 +62,28 @@ FilePath = Annotated[Path, AfterValidator(_check_exists)]
 
 
 class LognormalParams(StrictModel):
-    """A lognormal distribution given by the mean and standard deviation of ln(x)."""
+    """A lognormal distribution of an amount of money (USD), given by the mean and standard
+    deviation of ln(x).
 
-    ln_mean: float = Field(ge=-10.0, le=20.0, description=(
-        "mean of ln(x); within [-10, 20] so that the median, exp(ln_mean), lies between "
-        "0.00005 and 485 million (USD for money)"))
+    ``ln_mean + 6 * ln_sigma`` must not exceed ln(``MAX_USD``) (about 20.7): draws then stay
+    below the money bound except with a chance of about 1 in a billion each, so a typo such as
+    ``ln_mean: 200`` or ``ln_sigma: 30`` is refused instead of giving incomes of 1e80 USD.
+    """
+
+    ln_mean: float = Field(ge=0.0, le=20.0, description=(
+        "mean of ln(x), x in USD; within [0, 20] so that the median, exp(ln_mean), lies "
+        "between 1 USD and 485 million USD"))
     ln_sigma: Sigma
+
+    @model_validator(mode="after")
+    def _bounded_tail(self) -> LognormalParams:
+        top = self.ln_mean + MONEY_TAIL_SIGMAS * self.ln_sigma
+        if top > math.log(MAX_USD):
+            raise ValueError(
+                f"ln_mean + {MONEY_TAIL_SIGMAS:g} * ln_sigma = {top:.3g} exceeds ln({MAX_USD:g}) "
+                f"= {math.log(MAX_USD):.3g}: draws would exceed the money bound of "
+                f"{MAX_USD:g} USD; lower ln_mean or ln_sigma")
+        return self
 
 
 class UniformRange(StrictModel):
@@ -150,7 +173,9 @@ class PopulationConfig(StrictModel):
 class FixedEvent(StrictModel):
     """One scheduled flood: the year and the depth (metres) per zone; unlisted zones stay dry."""
 
-    year: int = Field(ge=1)
+    year: int = Field(ge=1, le=MAX_YEAR, description=(
+        "simulated year (1 = first); a year beyond the run's `years` never happens (a "
+        "schedule may be longer than a run); at most 1000, the longest run"))
     depth_m: dict[str, Depth] = Field(min_length=1)
 
 

@@ -6,6 +6,7 @@ import hashlib
 import importlib
 from pathlib import Path
 
+from governed_broker.config.base import excerpt
 from governed_broker.config.llm import LLM_BACKENDS, LLMConfig
 from governed_broker.config.yamlsafe import read_yaml
 from governed_broker.llm.base import LLMBackend, LLMError
@@ -69,7 +70,7 @@ def build_scripted(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
         ):
             raise LLMError(
                 f"llm.script {path}: rule {index} must have keys pattern, reply and optionally "
-                f"times; got {rule!r}"
+                f"times; got {excerpt(rule)}"
             )
         rules.append(ScriptRule(str(rule["pattern"]), rule["reply"], rule.get("times")))
     backend = ScriptedBackend(rules, name=cfg.model or path.stem)

@@ -14,7 +14,7 @@ from typing import Any
 
 import networkx as nx
 
-from governed_broker.config.base import ConfigError
+from governed_broker.config.base import ConfigError, excerpt
 from governed_broker.config.yamlsafe import read_yaml
 
 RELATIONS: tuple[str, ...] = (
@@ -55,13 +55,13 @@ class SemanticMemory:
         for i, rel in enumerate(data.get("relations") or []):
             if not (isinstance(rel, list) and len(rel) == 3):
                 raise ConfigError(f"{path}: relations[{i}]: expected [source, relation, target],"
-                                  f" got {rel!r}")
+                                  f" got {excerpt(rel)}")
             src, kind, dst = rel
             for end in (src, dst):
                 if _key(end) not in mem.graph:
-                    raise ConfigError(f"{path}: relations[{i}]: unknown concept {end!r}")
+                    raise ConfigError(f"{path}: relations[{i}]: unknown concept {excerpt(end)}")
             if kind not in RELATIONS:
-                raise ConfigError(f"{path}: relations[{i}]: unknown relation {kind!r}; "
+                raise ConfigError(f"{path}: relations[{i}]: unknown relation {excerpt(kind)}; "
                                   f"allowed: {RELATIONS}")
             mem.add_relation(src, kind, dst)
         return mem

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from governed_broker.config.base import ConfigError, StrictModel
+from governed_broker.config.base import ConfigError, StrictModel, excerpt
 from governed_broker.config.yamlsafe import read_yaml
 from governed_broker.contracts.decision import HouseholdSituation
 
@@ -207,7 +207,7 @@ def load_topics(path: Path) -> TopicsFile:
         return TopicsFile.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']} (got {e.get('input')!r})"
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']} (got {excerpt(e.get('input'))})"
             for e in exc.errors()
         )
         raise ConfigError(f"{path}: {problems}") from exc

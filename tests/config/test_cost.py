@@ -1,0 +1,79 @@
+"""The dry cost estimate of a run, and the limits above which a run must be confirmed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from governed_broker.config.base import ConfigError
+from governed_broker.config.cost import (
+    EMBEDDED_DECISION_S,
+    EMBEDDED_REFLECTION_S,
+    estimate_run_cost,
+    format_run_cost,
+)
+from governed_broker.config.hashing import config_hash
+from governed_broker.config.loader import load_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_baseline_costs_household_years_and_no_llm_calls() -> None:
+    cost = estimate_run_cost(load_experiment(REPO / "experiments" / "baseline.yaml"))
+    assert (cost.households, cost.years, cost.household_years) == (100, 20, 2000)
+    assert cost.llm_calls == 0 and cost.embedded_hours == 0
+    assert format_run_cost(cost) == "100 households x 20 years = 2,000 household-years"
+
+
+def test_demo_counts_decisions_and_reflections() -> None:
+    cost = estimate_run_cost(load_experiment(REPO / "experiments" / "demo.yaml"))
+    # 6 households x 4 years decide; reflection every 2nd year: 6 x 2
+    assert (cost.decision_calls, cost.reflection_calls, cost.llm_calls) == (24, 12, 36)
+    expected_h = (24 * EMBEDDED_DECISION_S + 12 * EMBEDDED_REFLECTION_S) / 3600
+    assert cost.embedded_hours == pytest.approx(expected_h)
+    line = format_run_cost(cost)
+    assert "\n" not in line and "36 LLM calls" in line and "embedded model" in line
+
+
+def test_a_csv_population_is_counted_by_rows(experiments, repo_root) -> None:
+    data = experiments.data()
+    csv = repo_root / "configs" / "populations" / "synthetic_100.csv"
+    data["population"] = {"source": "s", "file": str(csv)}
+    assert estimate_run_cost(experiments.config(data=data)).households == 100
+
+
+@pytest.mark.parametrize(("overrides", "states", "confirm"), [
+    (["population.size=10000000"], "10,000,000 households x 20 years",
+     "--set limits.max_household_years=200000000"),
+    (["years=1000", "limits.max_llm_calls=5000"], "9,000 LLM calls",
+     "--set limits.max_llm_calls=9000"),
+])
+def test_a_run_above_its_limits_states_its_cost_and_how_to_confirm(overrides, states,
+                                                                    confirm) -> None:
+    path = REPO / "experiments" / ("demo.yaml" if "years=1000" in overrides else "baseline.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_experiment(path, overrides)
+    assert states in str(info.value) and confirm in str(info.value), str(info.value)
+    confirmed = load_experiment(path, [*overrides, confirm.removeprefix("--set ")])
+    assert estimate_run_cost(confirmed).household_years >= 6000
+
+
+def test_default_limits_are_documented_values() -> None:
+    config = load_experiment(REPO / "experiments" / "baseline.yaml")
+    assert config.limits.max_household_years == 5_000_000
+    assert config.limits.max_llm_calls == 20_000
+
+
+def test_limits_do_not_change_the_config_hash() -> None:
+    path = REPO / "experiments" / "baseline.yaml"
+    plain = config_hash(load_experiment(path))
+    assert config_hash(load_experiment(path, ["limits.max_llm_calls=5"])) == plain
+    assert config_hash(load_experiment(path, ["seed=43"])) != plain
+
+
+@pytest.mark.parametrize("value", ["true", ".inf", "-1", "x"])
+def test_limits_must_be_whole_numbers(value) -> None:
+    with pytest.raises(ConfigError, match="limits.max_llm_calls"):
+        load_experiment(REPO / "experiments" / "baseline.yaml",
+                        [f"limits.max_llm_calls={value}"])

@@ -1,0 +1,78 @@
+"""Bounded, safe YAML reading: size, depth and alias expansion limits, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from governed_broker.config.base import ConfigError
+from governed_broker.config.loader import load_experiment
+from governed_broker.config.yamlsafe import (
+    MAX_YAML_BYTES,
+    MAX_YAML_DEPTH,
+    load_yaml_text,
+    read_text_file,
+    read_yaml,
+)
+
+#: 4.6 KB that expands to 10**10 strings ("billion laughs").
+BOMB = "a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 10) + "]\n"
+    for i in range(9)) + "name: " + "#" * 4000 + "\n"
+
+
+def test_plain_yaml_and_small_aliases_still_load() -> None:
+    data = load_yaml_text("base: &b {x: 1, y: [1, 2]}\nother: *b\n", "t")
+    assert data["other"] == {"x": 1, "y": [1, 2]}
+    nested = "k: " + "[" * (MAX_YAML_DEPTH - 2) + "1" + "]" * (MAX_YAML_DEPTH - 2)
+    assert load_yaml_text(nested, "t")["k"]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (BOMB, "expands to more than"),
+    ("k: " + "[" * 100_000 + "]" * 100_000, "nested more than"),
+    ("k: " + "{a: " * 1000 + "1" + "}" * 1000, "nested more than"),
+    ("a: &a [*a]\n", "refers to a node that contains it"),
+    ("!!python/object/apply:os.system ['true']\n", "malformed YAML"),
+    ("a: [1, 2\n", r"malformed YAML \(line 2"),
+])
+def test_hostile_yaml_is_a_config_error_naming_the_source(text, message) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        load_yaml_text(text, "exp.yaml")
+    assert str(info.value).startswith("exp.yaml: ")
+    assert len(str(info.value)) < 300  # a position and a problem, never the text
+
+
+def test_a_file_above_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text("k: " + "x" * MAX_YAML_BYTES + "\n")
+    with pytest.raises(ConfigError, match="bytes, more than the 1,048,576"):
+        read_yaml(big)
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "binary"])
+def test_unreadable_files_are_config_errors(tmp_path: Path, kind: str) -> None:
+    path = {"missing": tmp_path / "none.yaml", "directory": tmp_path,
+            "binary": tmp_path / "b.yaml"}[kind]
+    if kind == "binary":
+        path.write_bytes(b"k: \xff\xfe\x00")
+    expected = {"missing": "file not found", "directory": "not a regular file",
+                "binary": "not UTF-8"}[kind]
+    with pytest.raises(ConfigError, match=expected):
+        read_text_file(path, "experiment")
+
+
+def test_a_bomb_in_a_named_file_names_the_field(experiments, tmp_path: Path) -> None:
+    bomb = tmp_path / "types.yaml"
+    bomb.write_text(BOMB)
+    data = experiments.data()
+    data["agent_types"] = str(bomb)
+    with pytest.raises(ConfigError, match="field 'agent_types'.*expands to more than"):
+        experiments.config(data=data)
+
+
+def test_a_bomb_in_an_override_is_refused(experiments) -> None:
+    value = "[" * 5000 + "]" * 5000
+    with pytest.raises(ConfigError, match="--set description: YAML refused"):
+        load_experiment(experiments.write(experiments.data()), [f"description={value}"])
