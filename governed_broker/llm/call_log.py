@@ -38,9 +38,18 @@ CREATE TABLE IF NOT EXISTS calls (
     messages_json TEXT NOT NULL,
     schema_json TEXT,
     response_text TEXT,
-    extra_json TEXT
+    extra_json TEXT,
+    transport_retries INTEGER NOT NULL DEFAULT 0,
+    transport_wait_s REAL NOT NULL DEFAULT 0
 )
 """
+
+#: Columns added after the first release of the table: added to an older log on open, so a
+#: run resumed with a newer version keeps one log (older rows read 0, which they recorded).
+_ADDED_COLUMNS = {
+    "transport_retries": "INTEGER NOT NULL DEFAULT 0",
+    "transport_wait_s": "REAL NOT NULL DEFAULT 0",
+}
 
 
 class CallLog:
@@ -59,7 +68,14 @@ class CallLog:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(_SCHEMA)
+        self._add_missing_columns()
         self._conn.commit()
+
+    def _add_missing_columns(self) -> None:
+        present = {row[1] for row in self._conn.execute("PRAGMA table_info(calls)")}
+        for name, declaration in _ADDED_COLUMNS.items():
+            if name not in present:  # fixed names from _ADDED_COLUMNS, never config values
+                self._conn.execute(f"ALTER TABLE calls ADD COLUMN {name} {declaration}")
 
     def record(
         self,
@@ -94,25 +110,31 @@ class CallLog:
             None if request.json_schema is None else json.dumps(request.json_schema),
             None if response is None else _storable(response.text),
             json.dumps(extra, ensure_ascii=False, default=str),
+            # the transport cost of this call (retries, wall-clock seconds waited for a server)
+            int(extra.get("transport_retries", 0)),
+            float(extra.get("transport_wait_s", 0.0)),
         )
         with self._lock:
             self._conn.execute(
                 "INSERT INTO calls (started_at, tag, backend, model, cache_key, cached, ok, "
                 "error, latency_s, prompt_tokens, completion_tokens, seed, temperature, "
-                "max_tokens, num_ctx, messages_json, schema_json, response_text, extra_json) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "max_tokens, num_ctx, messages_json, schema_json, response_text, extra_json, "
+                "transport_retries, transport_wait_s) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
             self._conn.commit()
 
     def summary(self) -> dict[str, Any]:
-        """Totals for the manifest: calls, cached, errors, seconds in LLM calls, tokens."""
+        """Totals for the manifest: calls, cached, errors, seconds in LLM calls, tokens, and
+        the transport retries and seconds spent waiting for an unreachable server."""
         with self._lock:
             row = self._conn.execute(
                 "SELECT count(*), coalesce(sum(cached), 0), coalesce(sum(1 - ok), 0), "
                 "coalesce(sum(latency_s), 0), coalesce(sum(CASE WHEN cached = 0 THEN latency_s "
                 "ELSE 0 END), 0), coalesce(sum(prompt_tokens), 0), "
-                "coalesce(sum(completion_tokens), 0) FROM calls"
+                "coalesce(sum(completion_tokens), 0), coalesce(sum(transport_retries), 0), "
+                "coalesce(sum(transport_wait_s), 0) FROM calls"
             ).fetchone()
         return {
             "calls": row[0],
@@ -122,6 +144,8 @@ class CallLog:
             "uncached_llm_seconds": round(row[4], 6),
             "prompt_tokens": row[5],
             "completion_tokens": row[6],
+            "transport_retries": row[7],
+            "transport_wait_s": round(row[8], 3),
         }
 
     def close(self) -> None:

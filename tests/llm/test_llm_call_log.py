@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,6 +13,7 @@ from governed_broker.llm import (
     CallLog,
     LLMError,
     LLMRequest,
+    LLMResponse,
     LoggedBackend,
     ResponseCache,
     ScriptedBackend,
@@ -49,3 +51,44 @@ def test_every_call_is_logged_with_cache_flag_tokens_and_prompt(tmp_path):
     assert (summary["calls"], summary["cached"], summary["errors"]) == (3, 1, 1)
     assert summary["uncached_llm_seconds"] <= summary["llm_seconds"]
     assert backend.stats()["cache"]["hits"] == 1
+
+
+def _response(extra: dict) -> LLMResponse:
+    return LLMResponse(text="{}", parsed={}, prompt_tokens=1, completion_tokens=1,
+                       latency_s=0.1, backend="ollama", model="m", extra=extra)
+
+
+def test_transport_retries_and_wait_have_columns_and_manifest_totals(tmp_path):
+    log = CallLog(tmp_path / "llm_calls.sqlite")
+    request = LLMRequest.of([{"role": "user", "content": "decide"}], seed=1, tag="decision")
+    now = datetime.now(UTC)
+    log.record(request, now, 0.1, "ollama", "m",
+               response=_response({"transport_retries": 4, "transport_wait_s": 61.25}))
+    log.record(request, now, 0.1, "ollama", "m", response=_response({}))
+    summary = log.summary()
+    log.close()
+    assert summary["transport_retries"] == 4 and summary["transport_wait_s"] == 61.25
+    rows = sqlite3.connect(tmp_path / "llm_calls.sqlite").execute(
+        "SELECT transport_retries, transport_wait_s FROM calls ORDER BY id").fetchall()
+    assert rows == [(4, 61.25), (0, 0.0)]
+
+
+def test_a_log_from_before_the_transport_columns_gains_them_on_open(tmp_path):
+    path = tmp_path / "llm_calls.sqlite"
+    old = sqlite3.connect(path)  # the table as an older version created it
+    old.execute("CREATE TABLE calls (id INTEGER PRIMARY KEY, started_at TEXT NOT NULL, "
+                "tag TEXT NOT NULL, backend TEXT NOT NULL, model TEXT NOT NULL, cache_key TEXT, "
+                "cached INTEGER NOT NULL, ok INTEGER NOT NULL, error TEXT, "
+                "latency_s REAL NOT NULL, prompt_tokens INTEGER NOT NULL, "
+                "completion_tokens INTEGER NOT NULL, seed INTEGER NOT NULL, "
+                "temperature REAL NOT NULL, max_tokens INTEGER NOT NULL, "
+                "num_ctx INTEGER NOT NULL, messages_json TEXT NOT NULL, schema_json TEXT, "
+                "response_text TEXT, extra_json TEXT)")
+    old.commit()
+    old.close()
+    log = CallLog(path)
+    request = LLMRequest.of([{"role": "user", "content": "decide"}], seed=1, tag="decision")
+    log.record(request, datetime.now(UTC), 0.1, "ollama", "m",
+               response=_response({"transport_retries": 2, "transport_wait_s": 3.5}))
+    assert log.summary()["transport_retries"] == 2
+    log.close()

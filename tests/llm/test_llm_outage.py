@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import threading
 import time
 
@@ -81,6 +82,11 @@ def test_a_sixty_second_outage_is_ridden_out(experiments, tmp_path) -> None:
     waits = [a["llm"]["transport_wait_s"] for r in records for a in r["attempts"]]
     assert max(waits) >= 50  # the audit says how long the decision waited
     assert sum(r["retries_by_kind"]["transport"] for r in records) >= 5
+    calls = sqlite3.connect(out / "llm_calls.sqlite")
+    waited, retried = calls.execute(
+        "SELECT max(transport_wait_s), sum(transport_retries) FROM calls").fetchone()
+    calls.close()
+    assert waited >= 50 and retried >= 5  # the call log says so too
 
 
 def _stop_after(server: OllamaTestServer, requests: int) -> threading.Thread:
