@@ -233,9 +233,11 @@ def verify_checkpoint(work: Path, checkpoint: Checkpoint) -> Verified:
         hasher = hashlib.sha256()
         with open(path, "rb") as f:
             _feed(f, hasher, size)
-        if hasher.hexdigest() != checkpoint.digests.get(name):
+        found, recorded = hasher.hexdigest(), str(checkpoint.digests.get(name))
+        if found != recorded:
             raise _refuse(work, f"the first {size} bytes of {name} differ from what the "
-                                f"checkpoint of year {checkpoint.year} recorded (edited?)")
+                                f"checkpoint of year {checkpoint.year} recorded (edited?; "
+                                f"sha256 {found[:12]}..., recorded {recorded[:12]}...)")
         files[name], sizes[name] = hasher, size
     memory, rid = _verify_memory(work, checkpoint)
     return Verified(files, sizes, memory, rid)
@@ -259,9 +261,11 @@ def _verify_memory(work: Path, checkpoint: Checkpoint) -> tuple[Any, int]:
             conn.close()
     except (sqlite3.Error, ValueError) as exc:
         raise _refuse(work, f"{MEMORY_STORE} is unreadable ({exc})") from exc
-    if hasher.hexdigest() != checkpoint.memory_digest:
+    found = hasher.hexdigest()
+    if found != checkpoint.memory_digest:
         raise _refuse(work, f"the memories in {MEMORY_STORE} up to year {checkpoint.year} "
-                            "differ from what the checkpoint recorded (edited?)")
+                            f"differ from what the checkpoint recorded (edited?; sha256 "
+                            f"{found[:12]}..., recorded {str(checkpoint.memory_digest)[:12]}...)")
     return hasher, rid
 
 

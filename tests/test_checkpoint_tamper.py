@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from governed_broker.checkpoint import CHECKPOINT_DIR, SUMS_FILE
+from governed_broker.checkpoint import CHECKPOINT_DIR, SUMS_FILE, CheckpointError
 from governed_broker.cli import main
 from governed_broker.runner import partial_dir, run_experiment
 from governed_broker.sim.model import FloodModel
@@ -112,3 +112,39 @@ def test_leftover_rows_beyond_the_checkpoint_still_resume_identically(
     assert main(args) == 0
     for name in OUTPUTS:
         assert (out / name).read_bytes() == (reference / name).read_bytes()
+
+
+def _llm_settings(repo_root: Path) -> list[str]:
+    llm = {"backend": "scripted", "model": "resume",
+           "script": str(repo_root / "tests" / "fixtures" / "scripted_resume.yaml"),
+           "cache": {"mode": "off"}}
+    return ["years=4", "population.size=8", "memory.engine=humancentric",
+            "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
+            "hazard.zones.high.annual_probability=0.6"]
+
+
+@pytest.mark.parametrize("name", ["decisions.jsonl", "reflections.jsonl"])
+def test_edited_audit_log_of_an_llm_run_is_refused(experiments, tmp_path, monkeypatch,
+                                                   repo_root, name) -> None:
+    """The governed broker's audit logs are checkpointed prefixes like the CSVs."""
+    config = experiments.config(_llm_settings(repo_root))
+    out = tmp_path / "run"
+    real = FloodModel.hazard_phase
+
+    def crash(self, *args, **kwargs):
+        if self.year == 3:
+            raise Crash("killed")
+        return real(self, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(FloodModel, "hazard_phase", crash)
+        with pytest.raises(Crash):
+            run_experiment(config, out, progress=False)
+    log = partial_dir(out) / name
+    assert log.stat().st_size > 0, f"the run wrote no {name}; the test would prove nothing"
+    text = log.read_text(encoding="utf-8")
+    log.write_text(text.replace('"', "'", 1), encoding="utf-8")  # same size, one byte edited
+    before = _snapshot(partial_dir(out))
+    with pytest.raises(CheckpointError, match=rf"{name} differ from .*sha256 .*recorded"):
+        run_experiment(config, out, progress=False)
+    assert _snapshot(partial_dir(out)) == before
