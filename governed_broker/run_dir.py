@@ -9,8 +9,9 @@ rules keep that from ever destroying data that is not one of our runs:
 * **Recognition** (``describe_foreign``): ``--overwrite`` replaces, and a resume continues, only
   a directory that is recognisably one run of ours: a finished run has a ``manifest.json`` with
   the keys every manifest carries, an unfinished one our checkpoint layout, and neither holds
-  anything but the files and folders a run writes. Anything else (another run's folder, a
-  folder of runs, a source tree) is refused with what was found, never deleted.
+  anything but the files and folders a run writes (an empty directory holds nothing to lose
+  and may be replaced too). Anything else (another run's folder, a folder of runs, a source
+  tree) is refused with what was found, never deleted.
 * **One writer** (``RunLock``): ``<out>.lock`` beside the output is locked with ``flock`` for
   the whole run, so a second run into the same ``--out`` is refused instead of interleaving its
   rows with the first one's. The operating system releases the lock when the process dies
@@ -24,6 +25,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from governed_broker.config.base import ConfigError
@@ -73,8 +75,7 @@ def check_out_dir(out_dir: str | Path, cwd: Path | None = None) -> Path:
     requested = Path(out_dir)
     resolved = requested.expanduser().resolve()
     cwd = (cwd or Path.cwd()).resolve()
-    home = Path.home().resolve()
-    if resolved == Path(resolved.anchor) or resolved == home:
+    if resolved == Path(resolved.anchor) or resolved == _home():
         raise ConfigError(f"--out {str(requested)!r}: resolves to {resolved}, a filesystem root "
                           "or the home directory; choose a run directory of its own")
     if resolved == cwd or resolved in cwd.parents:
@@ -87,6 +88,14 @@ def check_out_dir(out_dir: str | Path, cwd: Path | None = None) -> Path:
             raise ConfigError(f"--out {str(requested)!r}: {path} exists and is not a directory "
                               "(or is a symbolic link); choose another --out")
     return resolved
+
+
+def _home() -> Path | None:
+    """The resolved home directory (None when the system cannot tell)."""
+    try:
+        return Path.home().resolve()
+    except RuntimeError:
+        return None
 
 
 def describe_foreign(path: Path, *, finished: bool) -> str | None:
@@ -105,7 +114,7 @@ def describe_foreign(path: Path, *, finished: bool) -> str | None:
     if strangers:
         shown = ", ".join(sorted(set(strangers))[:5])
         return f"it holds {len(set(strangers))} entr(y/ies) a run does not write ({shown})"
-    if finished:
+    if finished and names:  # an empty directory holds nothing to lose
         return _manifest_problem(path / "manifest.json")
     return None
 
@@ -145,6 +154,21 @@ def remove_run_dir(path: Path, *, finished: bool) -> None:
     shutil.rmtree(path)
 
 
+def remove_leftovers(work: Path) -> None:
+    """Delete the temporary files (``.tmp-*``) a killed run left in ``work`` and its
+    ``memories/`` (half-written files never renamed into place); never follows symlinks."""
+    for folder in (work, work / "memories"):
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        for entry in os.scandir(folder):
+            if not entry.name.startswith(TMP_PREFIX):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write ``path`` through a temporary file renamed into place (never half-written)."""
     tmp = path.with_name(TMP_PREFIX + path.name)
@@ -173,7 +197,7 @@ class RunLock:
         """Take the lock or raise ``ConfigError`` naming the process that holds it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(10):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -202,6 +226,22 @@ class RunLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+    def _open(self) -> int:
+        # O_NOFOLLOW: a symbolic link planted as <out>.lock must not make the PID written below
+        # truncate whatever file it points to
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                raise
+            raise ConfigError(f"cannot lock {self.path}: it exists and is not a regular file "
+                              "(a symbolic link or a folder); move it away") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ConfigError(f"cannot lock {self.path}: it exists and is not a regular file; "
+                              "move it away")
+        return fd
 
     def _same_file(self, fd: int) -> bool:
         try:

@@ -34,6 +34,7 @@ from governed_broker.checkpoint import (
     rewind_outputs,
     verify_checkpoint,
 )
+from governed_broker.config.base import ConfigError
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.hashing import config_hash
 from governed_broker.config.loader import dump_resolved, load_agent_types
@@ -43,6 +44,7 @@ from governed_broker.run_dir import (
     RunLock,
     check_out_dir,
     partial_dir,
+    remove_leftovers,
     remove_run_dir,
     require_own_run,
     write_atomic,
@@ -50,6 +52,9 @@ from governed_broker.run_dir import (
 from governed_broker.sim.baseline import BaselineDecisionMaker
 from governed_broker.sim.csvout import format_row, format_rows
 from governed_broker.sim.model import AGENT_COLUMNS, FloodModel
+
+#: Where a finished run being replaced is moved (inside ``<out>.partial``) before deletion.
+_REPLACED = TMP_PREFIX + "replaced"
 
 #: Packages whose versions are recorded in the manifest.
 _VERSIONED = ("governed-broker", "mesa", "numpy", "pandas", "pydantic", "pyyaml", "networkx",
@@ -192,11 +197,21 @@ def _finalise(config: ExperimentConfig, work: Path, manifest: dict[str, Any]) ->
 
 
 def _publish(work: Path, out_dir: Path) -> None:
-    """Drop the checkpoints of a finished run and move it into place (replacing ``out_dir``,
-    already checked to be one of our runs)."""
-    remove_checkpoints(work)
+    """Move a finished run (``work`` holds its manifest) into place, replacing ``out_dir``.
+
+    Every step may be killed and repeated by running again: the run being replaced is first
+    renamed into ``work`` (one atomic step; from then on it is a leftover of this run), so a
+    kill while deleting it never leaves a half-deleted run at ``out_dir`` that could no longer
+    be recognised as ours; the checkpoints go only after the manifest is in place.
+    """
+    remove_leftovers(work)  # half-written files and a replaced run of an earlier, killed try
     if out_dir.exists():
-        remove_run_dir(out_dir, finished=True)
+        if out_dir.is_symlink():
+            raise ConfigError(f"refusing to replace {out_dir}: it is a symbolic link")
+        require_own_run(out_dir, finished=True, action="replace")
+        os.rename(out_dir, work / _REPLACED)
+        shutil.rmtree(work / _REPLACED)
+    remove_checkpoints(work)
     os.replace(work, out_dir)
 
 

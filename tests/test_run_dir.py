@@ -15,7 +15,13 @@ import pytest
 import governed_broker.runner as runner_mod
 from governed_broker.cli import main
 from governed_broker.config.base import ConfigError
-from governed_broker.run_dir import RunLock, check_out_dir, describe_foreign, lock_path
+from governed_broker.run_dir import (
+    RunLock,
+    check_out_dir,
+    describe_foreign,
+    lock_path,
+    remove_leftovers,
+)
 from governed_broker.runner import partial_dir, run_experiment
 
 OUTPUTS = ("agents_yearly.csv", "model_yearly.csv")
@@ -102,6 +108,32 @@ def test_describe_foreign_names_strangers(tmp_path) -> None:
     assert "thesis.tex" in describe_foreign(tmp_path, finished=False)
 
 
+def test_overwrite_may_replace_an_empty_directory_only(experiments, workspace) -> None:
+    path = experiments.write(experiments.data())
+    (workspace / "outputs" / "empty").mkdir()
+    assert main(["run", str(path), "--set", "years=2", "--out", "outputs/empty"]) == 2
+    assert main(["run", str(path), "--set", "years=2", "--out", "outputs/empty",
+                 "--overwrite"]) == 0
+    assert (workspace / "outputs" / "empty" / "manifest.json").is_file()
+    assert describe_foreign(workspace / "outputs" / "precious", finished=True) is not None
+
+
+def test_remove_leftovers_deletes_only_temporary_files_and_follows_no_link(tmp_path) -> None:
+    work, outside = tmp_path / "run.partial", tmp_path / "outside"
+    (work / "memories" / ".tmp-half.md").parent.mkdir(parents=True)
+    (work / "memories" / ".tmp-half.md").write_text("half")
+    (work / "memories" / "1.md").write_text("kept")
+    (work / ".tmp-manifest.json").write_text("{")
+    (work / ".tmp-replaced" / "memories").mkdir(parents=True)
+    (work / "agents_yearly.csv").write_text("kept")
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep me")
+    (work / ".tmp-link").symlink_to(outside, target_is_directory=True)
+    remove_leftovers(work)
+    assert _tree(work) == ["agents_yearly.csv", "memories", "memories/1.md"]
+    assert (outside / "precious.txt").read_text() == "keep me"
+
+
 _HOLD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
@@ -141,6 +173,18 @@ def test_lock_is_exclusive_within_a_process(tmp_path) -> None:
         RunLock(tmp_path / "x").acquire()
     with RunLock(tmp_path / "x"):  # released and removed: takes it again
         assert lock_path(tmp_path / "x").is_file()
+
+
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(tmp_path) -> None:
+    target = tmp_path / "thesis.tex"
+    target.write_text("years of work")
+    lock_path(tmp_path / "x").symlink_to(target)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        RunLock(tmp_path / "x").acquire()
+    assert target.read_text() == "years of work"
+    lock_path(tmp_path / "y").mkdir()
+    with pytest.raises(ConfigError, match="not a regular file"):
+        RunLock(tmp_path / "y").acquire()
 
 
 class Crash(RuntimeError):
