@@ -84,12 +84,49 @@ def excerpt(value: Any, limit: int = 80) -> str:
     if isinstance(value, dict | list | tuple | set | frozenset):
         return f"a {type(value).__name__} of {len(value)} item(s)"
     shown = repr(value[: limit + 1]) if isinstance(value, str | bytes) else repr(value)
-    shown = "".join(c if c.isprintable() else "?" for c in shown)
+    return printable(shown, limit)
+
+
+def printable(text: str, limit: int) -> str:
+    """``text`` with non-printable characters shown as ``?`` and cut to ``limit`` characters.
+
+    For text taken from a file or a setting into a message without quotes (a key, a zone
+    name): terminal escapes cannot act and one value cannot flood the console.
+
+    Args:
+        text: What to show.
+        limit: Longest result (characters), ellipsis included.
+    """
+    shown = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
+#: Longest configuration-error message (characters) and longest line in it. Messages are
+#: built to be short; this is the backstop for any that quotes more than it should.
+MAX_MESSAGE_CHARS = 8000
+MAX_MESSAGE_LINE_CHARS = 2000
+
+
+def bounded_message(message: str) -> str:
+    """A message made safe to print: every line printable (tabs kept) and at most
+    ``MAX_MESSAGE_LINE_CHARS`` long, the whole at most ``MAX_MESSAGE_CHARS``."""
+    lines = [printable(line.replace("\t", " "), MAX_MESSAGE_LINE_CHARS)
+             for line in message[: MAX_MESSAGE_CHARS * 2].split("\n")]
+    text = "\n".join(lines)
+    if len(text) > MAX_MESSAGE_CHARS or len(message) > MAX_MESSAGE_CHARS * 2:
+        text = text[: MAX_MESSAGE_CHARS - 40] + f"\n... ({len(message):,} characters, cut)"
+    return text
 
 
 class ConfigError(Exception):
     """A configuration problem the user must fix (exit code 2 on the command line).
 
-    The message names the file, the field path, the bad value and what is allowed.
+    The message names the file, the field path, the bad value and what is allowed. It is
+    made printable and bounded in length when the error is created (``bounded_message``), so
+    no message can carry a terminal escape or pages of a file, whoever builds it.
     """
+
+    def __init__(self, *args: object) -> None:
+        if len(args) == 1 and isinstance(args[0], str):
+            args = (bounded_message(args[0]),)
+        super().__init__(*args)

@@ -7,6 +7,7 @@ value and what is allowed, so the command line can print it and exit with code 2
 from __future__ import annotations
 
 import io
+import re
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -17,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from governed_broker.config.agent_types import AgentTypesConfig
-from governed_broker.config.base import BOOL_NUMBER, ConfigError, excerpt
+from governed_broker.config.base import BOOL_NUMBER, ConfigError, excerpt, printable
 from governed_broker.config.cost import check_run_limits
 from governed_broker.config.damage import load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
@@ -44,9 +45,6 @@ POPULATION_COLUMNS: dict[str, str] = {
 
 class _Unquoted:
     """Stands for a value that is not quoted in a message."""
-
-    def __repr__(self) -> str:
-        return "value not shown"
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,6 +144,18 @@ def _annotation_at(model: type[BaseModel], loc: tuple[Any, ...]) -> Any:
     return annotation
 
 
+#: Most problems one validation message lists (the rest are counted): a file that is not
+#: what a field expects can fail on every one of thousands of keys.
+MAX_LISTED_PROBLEMS = 20
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    """A dotted field path for a message; keys come from a file, so each is made printable
+    and short (pydantic's own location parts, e.g. ``function-after[...]``, are dropped)."""
+    parts = [printable(str(p), 40) for p in loc if not (isinstance(p, str) and "[" in p)]
+    return printable(".".join(parts), 160) or "(top level)"
+
+
 def format_validation_error(
     exc: ValidationError, source: Path, model: type[BaseModel], quote_values: bool = True
 ) -> str:
@@ -153,27 +163,36 @@ def format_validation_error(
 
     Values are quoted (as short excerpts) only with ``quote_values``: for the experiment file
     the user wrote, not for other files, which a mistyped path may point at a system file.
+    Field names and pydantic's messages (which may repeat a value) are made printable and
+    short; at most ``MAX_LISTED_PROBLEMS`` problems are listed.
     """
     lines = [f"{source}: invalid configuration ({exc.error_count()} problem(s)):"]
-    for err in exc.errors(include_url=False):
+    for err in exc.errors(include_url=False)[:MAX_LISTED_PROBLEMS]:
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
         value = err.get("input") if quote_values else _Unquoted()
         if err["type"] == BOOL_NUMBER:
             loc, value = (*loc, err["ctx"]["field"]), err["ctx"]["value"]
-        field = ".".join(str(p) for p in loc) or "(top level)"
+        field, msg = _field_name(loc), printable(str(err["msg"]), 300)
         if err["type"] == "extra_forbidden":
             allowed = _allowed_keys(_annotation_at(model, loc[:-1]))
             lines.append(
-                f"  - field '{field}': unknown key (value {excerpt(value)}); "
+                f"  - field '{field}': unknown key ({_shown(value, 'value')}); "
                 f"allowed keys: {', '.join(allowed) if allowed else '(none)'}"
             )
         elif err["type"] == "missing":
             lines.append(f"  - field '{field}': required but missing")
         elif err["type"] == BOOL_NUMBER:
-            lines.append(f"  - field '{field}': {err['msg']} (got {value})")
+            lines.append(f"  - field '{field}': {msg} (got {printable(str(value), 80)})")
         else:
-            lines.append(f"  - field '{field}': {err['msg']} (got {excerpt(value)})")
+            lines.append(f"  - field '{field}': {msg} ({_shown(value, 'got')})")
+    if exc.error_count() > MAX_LISTED_PROBLEMS:
+        lines.append(f"  - ... and {exc.error_count() - MAX_LISTED_PROBLEMS} more problem(s)")
     return "\n".join(lines)
+
+
+def _shown(value: Any, word: str) -> str:
+    """``<word> <excerpt>``, or ``value not shown`` for a value from a file not quoted."""
+    return "value not shown" if isinstance(value, _Unquoted) else f"{word} {excerpt(value)}"
 
 
 def validate_model(
@@ -293,8 +312,8 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
         missing = sorted(pop_zones - hazard_zones)
         if missing:
             raise ConfigError(
-                f"{source}: field 'hazard.zones': population zones {missing} have no hazard "
-                f"entry; defined zones: {sorted(hazard_zones)}"
+                f"{source}: field 'hazard.zones': population zone(s) {zone_names(missing)} "
+                f"have no hazard entry; defined zones: {zone_names(hazard_zones)}"
             )
     else:
         check_fixed_schedule(config, source, pop_zones)
@@ -459,15 +478,23 @@ def check_fixed_schedule(config: ExperimentConfig, source: Path, pop_zones: set[
     events = _field(source, field, lambda: fixed_events(config))
     unknown = sorted({z for e in events for z in e.depth_m} - pop_zones)
     if unknown:
-        shown = ", ".join(excerpt(z, 40) for z in unknown[:5])
         raise ConfigError(
-            f"{source}: field '{field}': flood zone(s) {shown} are not zones of the population "
-            f"({', '.join(sorted(pop_zones))}); a zone no household lives in never floods")
+            f"{source}: field '{field}': flood zone(s) {zone_names(unknown)} are not zones of "
+            f"the population ({zone_names(pop_zones)}); a zone no household lives in never "
+            "floods")
     years = [e.year for e in events]
     twice = sorted({y for y in years if years.count(y) > 1})
     if twice:
         raise ConfigError(f"{source}: field '{field}': year(s) {twice} listed more than once; "
                           "give each flood year one entry with the depth of every zone")
+
+
+def zone_names(zones: Iterable[str], most: int = 8) -> str:
+    """Zone names for a message: sorted, each a short printable excerpt, at most ``most``
+    (zones come from a population CSV or a hazard file, which may hold anything)."""
+    names = sorted(zones)
+    shown = ", ".join(excerpt(z, 40) for z in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def fixed_events(config: ExperimentConfig) -> list[Any]:
@@ -495,12 +522,11 @@ def read_population_csv(path: Path) -> pd.DataFrame:
         # pandas quotes no file content in these messages, only positions and counts
         raise ConfigError(f"{path}: cannot read population CSV: {excerpt(str(exc), 160)}") from exc
     missing = [c for c in POPULATION_COLUMNS if c not in frame.columns]
-    extra = [excerpt(c, 30) for c in frame.columns if c not in POPULATION_COLUMNS]
+    extra = [str(c) for c in frame.columns if c not in POPULATION_COLUMNS]
     if missing or extra:
-        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         raise ConfigError(
-            f"{path}: population CSV columns wrong (missing {missing}, unknown: {shown or '-'}); "
-            f"expected: {', '.join(POPULATION_COLUMNS)}"
+            f"{path}: population CSV columns wrong (missing {missing}, unknown: "
+            f"{_unknown_columns(extra)}); expected: {', '.join(POPULATION_COLUMNS)}"
         )
     if frame.empty:
         raise ConfigError(f"{path}: population CSV has no households")
@@ -508,6 +534,22 @@ def read_population_csv(path: Path) -> pd.DataFrame:
     for col, kind in POPULATION_COLUMNS.items():
         out[col] = _convert_column(path, frame[col], col, kind)
     return out
+
+
+#: What a column name looks like. The first line of a file that is not a population CSV (a
+#: mistyped path may name a system file) is not quoted: its "columns" are only counted.
+_COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ ]{0,39}")
+
+
+def _unknown_columns(extra: list[str]) -> str:
+    """Unknown column names for a message: names that look like column names (at most 5),
+    anything else counted only."""
+    names = [repr(c) for c in extra if _COLUMN_NAME.fullmatch(c)]
+    odd = len(extra) - len(names)
+    parts = names[:5] + ([f"{len(names) - 5} more"] if len(names) > 5 else [])
+    if odd:
+        parts.append(f"{odd} not shown (not like column names)")
+    return ", ".join(parts) or "-"
 
 
 def _convert_column(path: Path, values: pd.Series, col: str, kind: str) -> pd.Series:

@@ -99,17 +99,26 @@ class MemoryParams(StrictModel):
         default_source: Category used when no source keyword matches.
     """
 
-    window_size: int = Field(5, ge=1)
-    top_k_significant: int = Field(2, ge=0)
-    top_k_insights: int = Field(3, ge=0)
-    decay_rate: float = Field(0.1, ge=0.0)
-    consolidation_threshold: float = Field(0.6, gt=0.0)
+    # Upper bounds: far above any sensible setting (the shipped values are 5, 2, 3, 0.1, 0.6,
+    # 0.1, 10, 1, 3), low enough that a typo is refused rather than flooding prompts (the
+    # counts are memories per prompt or per year) or giving scores no other memory can reach.
+    window_size: int = Field(5, ge=1, le=1000, description="items per year; at most 1000")
+    top_k_significant: int = Field(2, ge=0, le=100, description=(
+        "memories per prompt; at most 100, far beyond any token budget"))
+    top_k_insights: int = Field(3, ge=0, le=100, description=(
+        "insights per prompt; at most 100, far beyond any token budget"))
+    decay_rate: float = Field(0.1, ge=0.0, le=100.0, description=(
+        "per year; at most 100 (at 100 a memory is gone, exp(-50), within a year)"))
+    consolidation_threshold: float = Field(0.6, gt=0.0, le=1000.0)
     consolidation_prob: float = Field(0.7, ge=0.0, le=1.0)
-    min_score: float = Field(0.1, ge=0.0)
-    insight_importance: float = Field(10.0, gt=0.0)
+    min_score: float = Field(0.1, ge=0.0, le=1000.0)
+    insight_importance: float = Field(10.0, gt=0.0, le=1000.0, description=(
+        "importance of insights; at most 1000 (events have importance <= 1)"))
     importance_boost: float = Field(0.9, ge=0.0, le=1.0)
-    fidelity_detailed_years: float = Field(1.0, ge=0.0)
-    fidelity_summary_years: float = Field(3.0, ge=0.0)
+    fidelity_detailed_years: float = Field(1.0, ge=0.0, le=1000.0, description=(
+        "years; at most 1000, the longest run"))
+    fidelity_summary_years: float = Field(3.0, ge=0.0, le=1000.0, description=(
+        "years; at most 1000, the longest run"))
     # Defaults mirror the shipped agent_types.yaml (sources documented there).
     emotion_categories: dict[str, KeywordCategory] = {
         "direct_impact": KeywordCategory(

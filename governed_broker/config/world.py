@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
-from governed_broker.config.base import StrictModel
+from governed_broker.config.base import StrictModel, excerpt
 
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 NonNegative = Annotated[float, Field(ge=0.0)]
@@ -35,8 +35,14 @@ MAX_SIGMA = 3.0
 #: draw beyond 6 sigma has a chance of about 1 in a billion, so drawn incomes and values stay
 #: within the money bound for any population we run.
 MONEY_TAIL_SIGMAS = 6.0
+#: Standard deviations above the median that a drawn flood depth must keep below
+#: ``MAX_DEPTH_M``: about 1 in 700 household-floods lies beyond 3 sigma, so depths beyond the
+#: bound stay rare instead of typical (20 m x exp(2 x 4.2) would be 90 km of water).
+DEPTH_TAIL_SIGMAS = 3.0
 #: Latest year a setting may name: the longest run (``years`` <= 1000).
 MAX_YEAR = 1000
+#: Most neighbours of a household in the network (Dunbar's number, about 150 people one knows).
+MAX_NEIGHBOURS = 150
 
 Money = Annotated[float, Field(ge=0.0, le=MAX_USD, description="US dollars")]
 Depth = Annotated[float, Field(ge=0.0, le=MAX_DEPTH_M, description="metres")]
@@ -198,6 +204,10 @@ class HazardConfig(StrictModel):
     ``stochastic``: one event draw per year, ``u ~ U(0,1)``; zone z floods when
     ``u < annual_probability[z]`` (a rarer event floods every more exposed zone too).
     ``household_sigma``: lognormal spread of each household's depth around its zone's depth.
+
+    Drawn depths must stay physical: for every zone, ``median_depth_m * exp(3 * sqrt(
+    event_sigma**2 + household_sigma**2))`` (a depth three standard deviations above the
+    median) must not exceed ``MAX_DEPTH_M`` (20 m).
     """
 
     source: Source
@@ -219,7 +229,19 @@ class HazardConfig(StrictModel):
                 raise ValueError("mode 'stochastic' needs 'zones' (annual probability and depth)")
             if self.events or self.file is not None:
                 raise ValueError("'events'/'file' belong to mode 'fixed'")
+            self._check_depth_tails()
         return self
+
+    def _check_depth_tails(self) -> None:
+        for name, zone in self.zones.items():
+            spread = math.hypot(zone.event_sigma, self.household_sigma)
+            top = zone.median_depth_m * math.exp(DEPTH_TAIL_SIGMAS * spread)
+            if top > MAX_DEPTH_M:
+                raise ValueError(
+                    f"zone {excerpt(name, 40)}: median_depth_m x exp({DEPTH_TAIL_SIGMAS:g} x "
+                    f"sqrt(event_sigma^2 + household_sigma^2)) = {top:.3g} m exceeds "
+                    f"{MAX_DEPTH_M:g} m: drawn floods deeper than any on record would not be rare; "
+                    "lower the median depth or the spreads")
 
 
 class DamageConfig(StrictModel):
@@ -275,7 +297,10 @@ class NetworkConfig(StrictModel):
     by row, 4 neighbours) or ``none``."""
 
     kind: Literal["ring", "small_world", "lattice", "none"] = "small_world"
-    k: int = Field(default=4, ge=2)
+    k: int = Field(default=4, ge=2, le=MAX_NEIGHBOURS, description=(
+        "neighbours per household (at most households - 1 are used); at most 150, about the "
+        "number of people one knows (Dunbar), since the graph's memory grows with "
+        "households x k"))
     p: Share = 0.1
 
 

@@ -17,7 +17,7 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from governed_broker.config.base import ConfigError
+from governed_broker.config.base import ConfigError, printable
 
 #: Largest YAML file read (bytes). Our largest configuration file is about 15 KB.
 MAX_YAML_BYTES = 1 << 20
@@ -112,9 +112,14 @@ def load_yaml_text(text: str, source: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
+        problem = printable(getattr(exc, "problem", None) or type(exc).__name__, 160)
         kind = "YAML refused" if isinstance(exc, _Refused) else "malformed YAML"
         raise ConfigError(f"{source}: {kind}{where}: {problem}") from exc
+    except (ValueError, OverflowError) as exc:
+        # a scalar whose tag promises a kind it does not hold: a date such as 2020-13-45, an
+        # integer of more than 4,300 digits (Python's limit), "!!float x"; PyYAML gives no mark
+        raise ConfigError(f"{source}: malformed YAML: a value cannot be read as the type its "
+                          f"form or tag says ({printable(str(exc), 80)})") from exc
     except RecursionError as exc:  # pragma: no cover - the depth bound comes first
         raise ConfigError(f"{source}: YAML nested too deeply") from exc
 

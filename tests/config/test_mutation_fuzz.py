@@ -44,6 +44,8 @@ NUMBERS: list[Any] = [float("nan"), float("inf"), float("-inf"), 1e308, -1e308, 
 FACTORS = (0.0, 0.5, 1.5, 3.0, -1.0, 10.0, 1e3, 1e9)
 #: Money magnitudes a sane run can reach (USD): far above any single home, far below overflow.
 MONEY_BOUND = 1e13
+#: Flood depths a sane run can draw (metres): ten times the setting bound (config.world).
+DEPTH_BOUND = 200.0
 #: Columns documented as empty when there is nothing to report (no flood yet / this year).
 MAY_BE_EMPTY = ("years_since_flood", "mean_depth_flooded_m")
 #: Also empty in an LLM run: the baseline's continuous appraisals (docs/ARCHITECTURE.md).
@@ -155,6 +157,8 @@ def _check_outputs(run: Path, llm: bool) -> None:
         numbers = frame.select_dtypes("number").to_numpy(dtype=float).ravel()
         assert all(math.isfinite(x) for x in numbers), name
         assert (abs(numbers) < MONEY_BOUND).all(), name
+        depths = frame[[c for c in frame.columns if "depth" in c]].to_numpy(dtype=float)
+        assert (depths[~pd.isna(depths)] <= DEPTH_BOUND).all(), name
 
 
 def _refusal_problem(exc: ConfigError, leaf: tuple) -> str | None:

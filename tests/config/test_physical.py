@@ -50,6 +50,7 @@ SILENT_NONSENSE = {
                          "hazard.events=[{year: 99999999999, depth_m: {high: 1.0}}]"],
                         "hazard.events.0.year", "99999999999"),
     "max_tokens_huge": (LLM + ["llm.max_tokens=100000000"], "llm.max_tokens", "100000000"),
+    "depth_tail": (["hazard.zones.high.event_sigma=3.0"], "hazard", "zone 'high'"),
 }
 
 
@@ -156,3 +157,71 @@ def test_the_real_configurations_load(repo_root: Path) -> None:
     for path in sorted((repo_root / "experiments").glob("*.yaml")):
         load_experiment(path)
     load_agent_types(repo_root / "agent_types.yaml")
+
+
+def test_the_committed_run_configurations_are_within_bounds(repo_root: Path) -> None:
+    """The resolved configurations of the committed fixture runs still validate (bounds
+    admit every real configuration; their paths are relative to another folder, so only
+    the settings are checked here)."""
+    import yaml
+
+    from governed_broker.config.experiment import ExperimentConfig
+    from governed_broker.config.loader import validate_model
+
+    paths = sorted((repo_root / "tests" / "fixtures").rglob("config.yaml"))
+    assert len(paths) >= 4
+    for path in paths:
+        validate_model(ExperimentConfig, yaml.safe_load(path.read_text()), path)
+
+
+@pytest.mark.parametrize("override", ["network.k=100000", "memory.overrides.window_size=1000000000",
+                                      "memory.overrides.decay_rate=1.0e+200"])
+def test_unbounded_counts_and_rates_are_refused(override, experiments) -> None:
+    from governed_broker.config.base import ConfigError
+
+    with pytest.raises(ConfigError, match=override.split("=")[0].rsplit(".", 1)[0]):
+        experiments.config([*LLM, override])
+
+
+def test_keys_of_a_named_file_are_shown_printable_short_and_few(experiments, tmp_path) -> None:
+    """Keys of a file a field names are file content too: terminal escapes are neutralised,
+    each key is cut short and at most 20 problems are listed."""
+    types = tmp_path / "types.yaml"
+    keys = ['"\\e]0;title\\a' + "K" * 1000 + '": 1'] + [f"key{i}: 1" for i in range(500)]
+    types.write_text("\n".join(keys) + "\n")
+    data = experiments.data()
+    data["agent_types"] = str(types)
+    from governed_broker.config.base import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        experiments.config(data=data)
+    text = str(info.value)
+    assert "field 'agent_types'" in text and "K" * 200 not in text
+    assert all(c.isprintable() or c == "\n" for c in text)
+    assert "more problem(s)" in text and len(text.splitlines()) <= 23, text
+
+
+def test_a_system_file_as_population_csv_is_not_quoted(experiments, tmp_path) -> None:
+    shadow = tmp_path / "shadow"
+    shadow.write_text("root:$6$hunter2saltsecret:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n")
+    data = experiments.data()
+    data["population"] = {"source": "s", "file": str(shadow)}
+    from governed_broker.config.base import ConfigError
+
+    with pytest.raises(ConfigError, match="columns wrong.*1 not shown") as info:
+        experiments.config(data=data)
+    assert "hunter2" not in str(info.value) and "daemon" not in str(info.value)
+
+
+def test_a_misnamed_population_column_is_still_named(experiments, tmp_path) -> None:
+    """Column names that look like column names are quoted: a typo must be findable."""
+    from governed_broker.config.base import ConfigError
+    from governed_broker.config.loader import POPULATION_COLUMNS
+
+    columns = [c if c != "income_usd" else "incme_usd" for c in POPULATION_COLUMNS]
+    csv = tmp_path / "pop.csv"
+    csv.write_text(",".join(columns) + "\nowner,high,1,1,1,1,0,0,0.5,0.5\n")
+    data = experiments.data()
+    data["population"] = {"source": "s", "file": str(csv)}
+    with pytest.raises(ConfigError, match=r"missing \['income_usd'\], unknown: 'incme_usd'"):
+        experiments.config(data=data)
