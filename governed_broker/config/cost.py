@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from governed_broker.config.base import ConfigError, StrictModel
+from governed_broker.config.base import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from governed_broker.config.experiment import ExperimentConfig
@@ -24,21 +22,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: cores, measured (README "LLM backends": ~8.5 s and ~3.5 s); other backends differ.
 EMBEDDED_DECISION_S = 8.5
 EMBEDDED_REFLECTION_S = 3.5
-
-
-class RunLimits(StrictModel):
-    """Sizes above which a run must be confirmed (``--set limits.KEY=...``).
-
-    Attributes:
-        max_household_years: Most households x years. The default (5 million) is about 20 minutes
-            of the baseline world on 2 cores (README "Performance": 4.25e-5 s per agent-year,
-            plus outputs); above it a typo is likelier than intent.
-        max_llm_calls: Most LLM calls (decisions plus reflections). The default (20,000) is
-            about two days of the embedded model on 2 cores, or minutes on a GPU server.
-    """
-
-    max_household_years: int = Field(default=5_000_000, ge=1)
-    max_llm_calls: int = Field(default=20_000, ge=0)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from governed_broker.config.base import StrictModel, excerpt
+from governed_broker.config.validation import validate_model
 from governed_broker.config.yamlsafe import read_yaml
 
 
@@ -61,7 +62,5 @@ class DamageTable(StrictModel):
 
 def load_damage_table(path: str | Path) -> DamageTable:
     """Load and validate a depth-damage table YAML (``ConfigError`` on any problem)."""
-    from governed_broker.config.loader import validate_model
-
     path = Path(path)
     return validate_model(DamageTable, read_yaml(path), path)

@@ -13,7 +13,7 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from governed_broker.config.base import StrictModel
 from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
-from governed_broker.config.cost import RunLimits
+from governed_broker.config.limits import RunLimits
 from governed_broker.config.llm import LLMConfig
 from governed_broker.config.memory import MemoryConfig
 from governed_broker.config.sweep import SweepConfig

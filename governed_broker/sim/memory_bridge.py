@@ -27,8 +27,9 @@ from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
 from governed_broker.memory.semantic import SemanticMemory
 
 if TYPE_CHECKING:  # pragma: no cover
+    from governed_broker.config.agent_types import AgentTypesConfig
+    from governed_broker.config.experiment import ExperimentConfig
     from governed_broker.contracts.decision import Decision
-    from governed_broker.sim.model import FloodModel
 
 #: Relations that only place a concept in the taxonomy; they tell a household nothing about
 #: what a measure does, so they are not recalled as knowledge.
@@ -39,29 +40,31 @@ class WorldMemory:
     """Memories of every household of one model.
 
     Args:
-        model: The world (its config, domain and household arrays).
+        config: The experiment (memory settings, seed, concepts file).
+        domain: The action domain (effects, concepts, memory parameters).
+        insured: Whether each household (agent ids 1..n, in order) starts insured.
+        elevated: Whether each household starts elevated.
         run_dir: Where ``memory.sqlite`` and ``memories/`` go (None: nothing is written,
             e.g. a model built in a notebook).
         max_heuristics: Learned heuristics shown per decision (best success rate first).
     """
 
-    def __init__(self, model: FloodModel, run_dir: Path | None, max_heuristics: int = 3) -> None:
-        cfg, domain = model.config, model.domain
-        self.model = model
-        self.semantic = SemanticMemory.from_yaml(cfg.resolve_path(cfg.memory.concepts_file))
+    def __init__(self, config: ExperimentConfig, domain: AgentTypesConfig, insured: np.ndarray,
+                 elevated: np.ndarray, run_dir: Path | None, max_heuristics: int = 3) -> None:
+        self.semantic = SemanticMemory.from_yaml(config.resolve_path(config.memory.concepts_file))
         self.max_heuristics = max_heuristics
         effects = {a: s.effect for a, s in domain.actions.items()}
         self.concepts = {a: s.concept for a, s in domain.actions.items() if s.concept}
         self.writer = RunMemoryWriter(run_dir) if run_dir is not None else None
         self.households: dict[int, HouseholdMemory] = {}
-        for agent_id in range(1, model.n + 1):
-            hm = HouseholdMemory.from_config(agent_id, domain.memory, cfg.memory, cfg.seed,
+        for i in range(len(insured)):
+            agent_id = i + 1
+            hm = HouseholdMemory.from_config(agent_id, domain.memory, config.memory, config.seed,
                                              semantic=self.semantic,
                                              action_effects=effects)
             if hm is None:  # engine "none" is decided by config, identically for everyone
                 raise ValueError("WorldMemory needs a memory engine; memory.engine is 'none'")
-            i = agent_id - 1
-            hm.set_status(insured=bool(model.hh.insured[i]), elevated=bool(model.hh.elevated[i]))
+            hm.set_status(insured=bool(insured[i]), elevated=bool(elevated[i]))
             self._attach(hm)
             self.households[agent_id] = hm
 

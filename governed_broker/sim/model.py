@@ -180,7 +180,8 @@ class FloodModel(mesa.Model):
         for i in range(self.n):
             HouseholdAgent(self, i)
         self.world_memory = (
-            None if config.memory.engine == "none" else WorldMemory(self, run_dir)
+            None if config.memory.engine == "none"
+            else WorldMemory(config, self.domain, self.hh.insured, self.hh.elevated, run_dir)
         )
 
     # ----------------------------------------------------------------------------------------

@@ -166,7 +166,7 @@ def test_the_committed_run_configurations_are_within_bounds(repo_root: Path) -> 
     import yaml
 
     from governed_broker.config.experiment import ExperimentConfig
-    from governed_broker.config.loader import validate_model
+    from governed_broker.config.validation import validate_model
 
     paths = sorted((repo_root / "tests" / "fixtures").rglob("config.yaml"))
     assert len(paths) >= 4
