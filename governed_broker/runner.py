@@ -165,13 +165,13 @@ def _run_locked(config: ExperimentConfig, out_dir: Path, progress: bool, overwri
             shutil.rmtree(work)  # a run that could not start leaves nothing behind
         raise
     try:
-        model, rows = _simulate(config, maker, work, ckpt, verified,
+        model, rows = _simulate(config, chash, maker, work, ckpt, verified,
                                 progress and config.outputs.progress)
         llm = _llm_info(maker)
     finally:
         maker.close()
     seconds = time.perf_counter() - t0
-    manifest = _manifest(config, maker, started, seconds, model, rows)
+    manifest = _manifest(config, chash, maker, started, seconds, model, rows)
     manifest["resumed_from_year"] = None if ckpt is None else ckpt.year
     manifest["llm"] = llm
     _finalise(config, work, manifest)
@@ -271,14 +271,14 @@ def _resumable(work: Path, chash: str,
 
 
 def _simulate(
-    config: ExperimentConfig, maker: DecisionMaker, work: Path, ckpt: Checkpoint | None,
-    verified: Verified | None, progress: bool,
+    config: ExperimentConfig, chash: str, maker: DecisionMaker, work: Path,
+    ckpt: Checkpoint | None, verified: Verified | None, progress: bool,
 ) -> tuple[FloodModel, int]:
     from tqdm import tqdm
 
     model = FloodModel(config, maker, run_dir=work)
     rows, mode = 0, "w"
-    checkpoints = CheckpointWriter(work, config_hash(config), verified)
+    checkpoints = CheckpointWriter(work, chash, verified)
     if ckpt is not None:
         restore(model, ckpt)
         rows, mode = ckpt.rows, "a"
@@ -304,7 +304,8 @@ def _simulate(
     return model, rows
 
 
-def _manifest(config, maker, started, seconds, model: FloodModel, rows: int) -> dict[str, Any]:
+def _manifest(config, chash, maker, started, seconds, model: FloodModel,
+              rows: int) -> dict[str, Any]:
     versions = {}
     for name in _VERSIONED:
         try:
@@ -313,7 +314,7 @@ def _manifest(config, maker, started, seconds, model: FloodModel, rows: int) -> 
             versions[name] = None
     return {
         "name": config.name,
-        "config_hash": config_hash(config),
+        "config_hash": chash,
         "seed": config.seed,
         "years": config.years,
         "decision_maker": maker.name,

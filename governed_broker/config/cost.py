@@ -89,9 +89,16 @@ def format_run_cost(cost: RunCost) -> str:
     return line
 
 
-def check_run_limits(config: ExperimentConfig, source: Path) -> RunCost:
-    """The run's cost, or a ``ConfigError`` when it exceeds ``config.limits``."""
-    cost = estimate_run_cost(config)
+def check_run_limits(config: ExperimentConfig, source: Path,
+                     households: int | None = None) -> RunCost:
+    """The run's cost, or a ``ConfigError`` when it exceeds ``config.limits``.
+
+    Args:
+        config: The experiment.
+        source: Its file, for the message.
+        households: Households at the start, when already known (None: counted).
+    """
+    cost = estimate_run_cost(config, households)
     limits = config.limits
     for what, value, limit, key in (
         ("household-years", cost.household_years, limits.max_household_years,

@@ -186,6 +186,7 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
             config.resolve_path(config.population.file)))
         pop_zones = set(frame["flood_zone"])
     else:
+        frame = None
         pop_zones = set(config.population.generate.zone_shares)
     if config.hazard.mode == "stochastic":
         missing = sorted(pop_zones - hazard_zones)
@@ -199,7 +200,8 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
     check_input_files(config, source)
-    check_run_limits(config, source)
+    # the population was counted above: the cost estimate need not read the CSV again
+    check_run_limits(config, source, households=len(frame) if config.population.file else None)
 
 
 def _field(source: Path, field: str, read: typing.Callable[[], Any]) -> Any:
