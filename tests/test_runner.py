@@ -7,8 +7,9 @@ import json
 import pandas as pd
 import pytest
 
+from governed_broker.config.loader import load_agent_types
 from governed_broker.runner import OutputExistsError, partial_dir, run_experiment
-from governed_broker.sim import AGENT_COLUMNS, MODEL_COLUMNS
+from governed_broker.sim import AGENT_COLUMNS, model_columns
 
 CONTRACT_AGENT = (
     "year, agent_id, tenure, flood_zone, income_usd, savings_before_usd, elevated_before, "
@@ -29,12 +30,18 @@ CONTRACT_MODEL = (
 )
 
 
-def test_columns_are_the_output_contract() -> None:
+@pytest.fixture
+def shipped_model_columns(repo_root) -> list[str]:
+    """``model_yearly.csv`` headers with the shipped ``agent_types.yaml``."""
+    return list(model_columns(list(load_agent_types(repo_root / "agent_types.yaml").actions)))
+
+
+def test_columns_are_the_output_contract(shipped_model_columns) -> None:
     assert list(AGENT_COLUMNS) == CONTRACT_AGENT.split(", ")
-    assert list(MODEL_COLUMNS) == CONTRACT_MODEL.split(", ")
+    assert shipped_model_columns == CONTRACT_MODEL.split(", ")
 
 
-def test_run_writes_every_output(experiments, tmp_path) -> None:
+def test_run_writes_every_output(experiments, tmp_path, shipped_model_columns) -> None:
     config = experiments.config(["outputs.plots=true", "years=6"])
     result = run_experiment(config, tmp_path / "run", progress=False)
     out = tmp_path / "run"
@@ -44,7 +51,7 @@ def test_run_writes_every_output(experiments, tmp_path) -> None:
     agents = pd.read_csv(out / "agents_yearly.csv")
     model = pd.read_csv(out / "model_yearly.csv")
     assert list(agents.columns) == list(AGENT_COLUMNS)
-    assert list(model.columns) == list(MODEL_COLUMNS)
+    assert list(model.columns) == shipped_model_columns
     assert len(model) == 6 and result.n_agent_rows == len(agents)
     assert agents.equals(agents.sort_values(["year", "agent_id"]).reset_index(drop=True))
     assert set(agents["decision_maker"]) == {"baseline"}

@@ -1,6 +1,6 @@
-"""Column schemas of the output contract (docs/ARCHITECTURE.md, "Output contract").
+"""Column dtypes of the output contract, derived from ``governed_broker.contracts.columns``.
 
-The loaders check every required column and convert it to the dtype listed here, so measures can
+The loaders check every required column and convert it to the dtype derived here, so measures can
 rely on them. Booleans are nullable ``boolean``; counts are nullable ``Int64``; money is float
 dollars (``*_usd``); depths are float metres (``*_m``); labels and actions are strings.
 """
@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from governed_broker.analysis.errors import AnalysisInputError
+from governed_broker.contracts.columns import AGENT_YEARLY, MODEL_YEARLY_FIXED, Column
+from governed_broker.contracts.columns import model_columns as model_column_table
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -28,93 +30,28 @@ ACTIONS: tuple[str, ...] = tuple(DEFAULT_ACTION_EFFECTS)
 PMT_LABELS: tuple[str, ...] = ("VL", "L", "M", "H", "VH")
 
 BOOL, INT, FLOAT, STR = "boolean", "Int64", "float64", "str"
+_DTYPES = {"bool": BOOL, "int": INT, "float": FLOAT, "str": STR}
 
-AGENT_COLUMNS: dict[str, str] = {
-    "year": INT,
-    "agent_id": INT,
-    "tenure": STR,
-    "flood_zone": STR,
-    "income_usd": FLOAT,
-    "savings_before_usd": FLOAT,
-    "elevated_before": BOOL,
-    "insured_before": BOOL,
-    "flooded": BOOL,
-    "depth_m": FLOAT,
-    "effective_depth_m": FLOAT,
-    "damage_structure_usd": FLOAT,
-    "damage_contents_usd": FLOAT,
-    "damage_usd": FLOAT,
-    "payout_usd": FLOAT,
-    "out_of_pocket_usd": FLOAT,
-    "years_since_flood": INT,
-    "floods_experienced": INT,
-    "neighbour_insured_share": FLOAT,
-    "neighbour_elevated_share": FLOAT,
-    "neighbour_relocated_share": FLOAT,
-    "trust_insurance": FLOAT,
-    "trust_neighbours": FLOAT,
-    "threat_score": FLOAT,
-    "coping_score": FLOAT,
-    "threat_label": STR,
-    "coping_label": STR,
-    "proposed_action": STR,
-    "executed_action": STR,
-    "status": STR,
-    "retries": INT,
-    "feasible": BOOL,
-    "action_cost_usd": FLOAT,
-    "premium_usd": FLOAT,
-    "elevated_after": BOOL,
-    "insured_after": BOOL,
-    "relocated_after": BOOL,
-    "savings_after_usd": FLOAT,
-    "decision_maker": STR,
-}
 
-MODEL_COLUMNS: dict[str, str] = {
-    "year": INT,
-    "n_households": INT,
-    "n_active": INT,
-    "n_flooded": INT,
-    "flood_occurred": BOOL,
-    "share_insured": FLOAT,
-    "share_elevated": FLOAT,
-    "share_relocated": FLOAT,
-    "share_insured_and_elevated": FLOAT,
-    "share_no_measure": FLOAT,
-    "total_damage_usd": FLOAT,
-    "total_payout_usd": FLOAT,
-    "total_premiums_usd": FLOAT,
-    "total_action_costs_usd": FLOAT,
-    "mean_depth_flooded_m": FLOAT,
-    # one n_<action> count per action of the run's domain comes here (``model_columns``)
-    "n_rejected": INT,
-    "n_retries": INT,
-    "n_infeasible": INT,
-}
+def _dtypes(columns: tuple[Column, ...]) -> dict[str, str]:
+    return {c.name: _DTYPES[c.kind] for c in columns}
+
+
+#: ``agents_yearly.csv`` column -> pandas dtype (from the output column table).
+AGENT_COLUMNS: dict[str, str] = _dtypes(AGENT_YEARLY)
+
+#: The fixed columns of ``model_yearly.csv`` -> pandas dtype (per-action counts excluded).
+MODEL_COLUMNS: dict[str, str] = _dtypes(MODEL_YEARLY_FIXED)
+
 
 def model_columns(actions: list[str] | tuple[str, ...]) -> dict[str, str]:
-    """Columns of a run's ``model_yearly.csv``: ``MODEL_COLUMNS`` with one ``n_<action>`` count
-    per action of its domain, in the world's order (before ``n_rejected``)."""
-    out: dict[str, str] = {}
-    for name, dtype in MODEL_COLUMNS.items():
-        if name == "n_rejected":
-            out.update({f"n_{a}": INT for a in actions})
-        out[name] = dtype
-    return out
+    """Columns of a run's ``model_yearly.csv`` -> pandas dtype: the fixed columns with one
+    ``n_<action>`` count per action of its domain, in the world's order."""
+    return _dtypes(model_column_table(actions))
 
 
 #: Columns that the contract allows to be empty (everything else must be filled).
-NULLABLE_AGENT_COLUMNS = frozenset(
-    {
-        "years_since_flood",
-        "threat_score",
-        "coping_score",
-        "threat_label",
-        "coping_label",
-        "proposed_action",
-    }
-)
+NULLABLE_AGENT_COLUMNS = frozenset(c.name for c in AGENT_YEARLY if c.nullable)
 
 
 def effects_of(agents: pd.DataFrame, column: str) -> pd.Series:

@@ -2,12 +2,12 @@
 ``governed_broker.contracts.decision``."""
 
 from governed_broker.sim.baseline import BaselineDecisionMaker
-from governed_broker.sim.model import AGENT_COLUMNS, MODEL_COLUMNS, FloodModel, HouseholdAgent
+from governed_broker.sim.model import AGENT_COLUMNS, FloodModel, HouseholdAgent, model_columns
 
 __all__ = [
     "AGENT_COLUMNS",
-    "MODEL_COLUMNS",
     "BaselineDecisionMaker",
     "FloodModel",
     "HouseholdAgent",
+    "model_columns",
 ]

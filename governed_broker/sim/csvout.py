@@ -1,7 +1,8 @@
 """Deterministic CSV formatting of the yearly outputs.
 
-Floats are written with a fixed number of decimals per unit (dollars 2, metres 4, shares,
-scores and trust 6, years since flood 0), NaN as an empty field, booleans as ``True``/``False``;
+Floats are written with the decimals the output column table declares
+(``governed_broker.contracts.columns``: dollars 2, metres 4, shares, scores and trust 6, years
+since flood 0), NaN as an empty field, booleans as ``True``/``False``;
 the same arrays always give the same bytes. Rows are formatted with one ``%`` operation each
 (the column formats are joined into one row format) for speed.
 """
@@ -13,19 +14,21 @@ from typing import Any
 
 import numpy as np
 
-#: Decimals per column-name suffix / prefix; other floats get 6.
-_DECIMALS = (("_usd", 2), ("_m", 4), ("_share", 6), ("_score", 6), ("trust_", 6))
-_INTEGER_VALUED = ("years_since_flood",)
+from governed_broker.contracts.columns import FLOAT_DECIMALS
 
 
 def decimals_for(column: str) -> int:
-    """Decimals used for a float column."""
-    if column in _INTEGER_VALUED:
-        return 0
-    for key, dec in _DECIMALS:
-        if column.endswith(key) or column.startswith(key):
-            return dec
-    return 6
+    """Decimals of a column written from floats, as the output column table declares them.
+
+    Raises:
+        ValueError: The column table declares no decimals for it (a column added to a writer
+            but not to ``contracts/columns.py``).
+    """
+    try:
+        return FLOAT_DECIMALS[column]
+    except KeyError:
+        raise ValueError(f"output column {column!r} has float values but no decimals in "
+                         "governed_broker/contracts/columns.py; declare it there") from None
 
 
 def _prepare(name: str, values: Any) -> tuple[str, list[Any]]:

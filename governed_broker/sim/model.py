@@ -25,6 +25,8 @@ from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.damage import DamageTable, load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import fixed_events, load_agent_types
+from governed_broker.contracts.columns import AGENT_YEARLY, names
+from governed_broker.contracts.columns import model_columns as model_column_table
 from governed_broker.contracts.decision import Decision, DecisionMaker, HouseholdSituation
 from governed_broker.memory.household import HouseholdMemory
 from governed_broker.sim import money
@@ -35,36 +37,14 @@ from governed_broker.sim.memory_bridge import WorldMemory
 from governed_broker.sim.network import NeighbourIndex, build_graph
 from governed_broker.sim.population import Population, load_population
 
-#: Columns of ``agents_yearly.csv`` (docs/ARCHITECTURE.md "Output contract").
-AGENT_COLUMNS = (
-    "year", "agent_id", "tenure", "flood_zone", "income_usd", "savings_before_usd",
-    "elevated_before", "insured_before", "flooded", "depth_m", "effective_depth_m",
-    "damage_structure_usd", "damage_contents_usd", "damage_usd", "payout_usd",
-    "out_of_pocket_usd", "years_since_flood", "floods_experienced", "neighbour_insured_share",
-    "neighbour_elevated_share", "neighbour_relocated_share", "trust_insurance",
-    "trust_neighbours", "threat_score", "coping_score", "threat_label", "coping_label",
-    "proposed_action", "executed_action", "status", "retries", "feasible", "action_cost_usd",
-    "premium_usd", "elevated_after", "insured_after", "relocated_after", "savings_after_usd",
-    "decision_maker",
-)
-
-_MODEL_HEAD = (
-    "year", "n_households", "n_active", "n_flooded", "flood_occurred", "share_insured",
-    "share_elevated", "share_relocated", "share_insured_and_elevated", "share_no_measure",
-    "total_damage_usd", "total_payout_usd", "total_premiums_usd", "total_action_costs_usd",
-    "mean_depth_flooded_m",
-)
-_MODEL_TAIL = ("n_rejected", "n_retries", "n_infeasible")
+#: Columns of ``agents_yearly.csv`` (``governed_broker.contracts.columns``).
+AGENT_COLUMNS = names(AGENT_YEARLY)
 
 
 def model_columns(action_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """Columns of ``model_yearly.csv`` for a domain: one ``n_<action>`` count per action id
+    """Headers of ``model_yearly.csv`` for a domain: one ``n_<action>`` count per action id
     of ``agent_types.yaml``, in its order, between the fixed columns."""
-    return _MODEL_HEAD + tuple(f"n_{a}" for a in action_ids) + _MODEL_TAIL
-
-
-#: Columns of ``model_yearly.csv`` with the shipped ``agent_types.yaml`` (its four actions).
-MODEL_COLUMNS = model_columns(("do_nothing", "buy_insurance", "elevate_house", "relocate"))
+    return names(model_column_table(action_ids))
 
 
 @dataclass

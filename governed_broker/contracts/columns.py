@@ -1,0 +1,169 @@
+"""The output column table: every column of ``agents_yearly.csv`` and ``model_yearly.csv``.
+
+Declared once here (name, kind, unit, decimals, meaning, whether it may be empty), and used by
+the writer (column order, float decimals), the analysis loaders (dtypes, required and nullable
+columns) and the generated tables in ``docs/outputs.md``. ``model_yearly.csv`` has one
+``n_<action>`` count per action of the run's domain, in ``agent_types.yaml`` order, between the
+fixed columns (``model_columns``); no action id is spelled here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["bool", "int", "float", "str"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One output column.
+
+    Attributes:
+        name: Column header.
+        kind: ``bool`` (``True``/``False``), ``int``, ``float`` or ``str``.
+        unit: Unit for readers (``USD``, ``m``, ``0..1``, ``count``, ``-``...).
+        meaning: One line for the documentation.
+        decimals: Decimals written when the values are floats (None: never floats).
+        nullable: Whether an empty field ("not applicable") is allowed.
+    """
+
+    name: str
+    kind: Kind
+    unit: str
+    meaning: str
+    decimals: int | None = None
+    nullable: bool = False
+
+
+def _usd(name: str, meaning: str, unit: str = "USD") -> Column:
+    return Column(name, "float", unit, meaning, decimals=2)
+
+
+def _metres(name: str, meaning: str, nullable: bool = False) -> Column:
+    return Column(name, "float", "m", meaning, decimals=4, nullable=nullable)
+
+
+def _unit(name: str, meaning: str, unit: str = "0..1", nullable: bool = False) -> Column:
+    """A share, score or trust in 0..1 (6 decimals)."""
+    return Column(name, "float", unit, meaning, decimals=6, nullable=nullable)
+
+
+def _count(name: str, meaning: str) -> Column:
+    return Column(name, "int", "count", meaning)
+
+
+def _flag(name: str, meaning: str) -> Column:
+    return Column(name, "bool", "bool", meaning)
+
+
+def _text(name: str, unit: str, meaning: str, nullable: bool = False) -> Column:
+    return Column(name, "str", unit, meaning, nullable=nullable)
+
+
+#: ``agents_yearly.csv``: one row per household active at the start of the year, sorted by
+#: year and agent id.
+AGENT_YEARLY: tuple[Column, ...] = (
+    Column("year", "int", "year", "simulation year (1-based)"),
+    Column("agent_id", "int", "-", "household id (1..N, population order)"),
+    _text("tenure", "-", "`owner` or `renter`"),
+    _text("flood_zone", "-", "zone name"),
+    _usd("income_usd", "annual income", "USD/year"),
+    _usd("savings_before_usd", "savings at the start of the year"),
+    _flag("elevated_before", "home elevated at the start of the year"),
+    _flag("insured_before", "policy in force during this year's flood (bought last year)"),
+    _flag("flooded", "water reached the home this year (depth > 0)"),
+    _metres("depth_m", "flood depth at the home (before elevation)"),
+    _metres("effective_depth_m",
+            "depth above the floor after elevation (max(0, depth - height))"),
+    _usd("damage_structure_usd", "structure damage (0 for renters)"),
+    _usd("damage_contents_usd", "contents damage"),
+    _usd("damage_usd", "structure + contents damage"),
+    _usd("payout_usd", "insurance payout"),
+    _usd("out_of_pocket_usd", "damage - payout (taken from savings)"),
+    # written from a float array (empty when never flooded), hence decimals 0
+    Column("years_since_flood", "int", "years",
+           "years since the last flood at this home, after this year's flood (0: flooded this "
+           "year; empty: never)", decimals=0, nullable=True),
+    _count("floods_experienced", "floods at this home so far, including this year"),
+    _unit("neighbour_insured_share", "share of graph neighbours insured at the end of last year"),
+    _unit("neighbour_elevated_share", "share of neighbours elevated at the end of last year"),
+    _unit("neighbour_relocated_share", "share of neighbours relocated by the end of last year"),
+    _unit("trust_insurance", "trust in insurance at decision time"),
+    _unit("trust_neighbours", "trust in neighbours at decision time"),
+    _unit("threat_score", "baseline's continuous threat appraisal (empty for LLM decisions)",
+          nullable=True),
+    _unit("coping_score", "baseline's continuous coping appraisal (empty for LLM decisions)",
+          nullable=True),
+    _text("threat_label", "PMT label", "threat appraisal label (`pmt_labels` of the domain)",
+          nullable=True),
+    _text("coping_label", "PMT label", "coping appraisal label", nullable=True),
+    _text("proposed_action", "action id", "what the decision maker first proposed",
+          nullable=True),
+    _text("executed_action", "action id", "what the world executed"),
+    _text("status", "-",
+          "`baseline`, `approved`, `retry_approved`, `rejected`, `parse_failed`"),
+    _count("retries", "re-asks after the first attempt (0 for the baseline)"),
+    _flag("feasible", "False when the world refused the decided action and executed the default"),
+    _usd("action_cost_usd", "out-of-pocket cost of elevation / relocation paid this year"),
+    _usd("premium_usd", "insurance premium paid this year (policy for next year)"),
+    _flag("elevated_after", "elevated after execution"),
+    _flag("insured_after", "holds a policy for next year's flood"),
+    _flag("relocated_after", "relocated this year (leaves the simulation)"),
+    _usd("savings_after_usd", "savings_before - out_of_pocket - premium - action_cost + "
+         "annual_saving_share * income"),
+    _text("decision_maker", "-", "`baseline` or the LLM maker's name"),
+)
+
+_MODEL_HEAD: tuple[Column, ...] = (
+    Column("year", "int", "year", "simulation year"),
+    _count("n_households", "households in the initial population"),
+    _count("n_active", "households active at the start of the year"),
+    _count("n_flooded", "active households whose home flooded"),
+    _flag("flood_occurred", "any zone flooded this year"),
+    _unit("share_insured", "households holding a policy for next year"),
+    _unit("share_elevated", "elevated households (not relocated)"),
+    _unit("share_relocated", "households that have relocated"),
+    _unit("share_insured_and_elevated", "insured and elevated"),
+    _unit("share_no_measure", "not relocated, neither insured nor elevated"),
+    _usd("total_damage_usd", "sum of damage"),
+    _usd("total_payout_usd", "sum of payouts"),
+    _usd("total_premiums_usd", "sum of premiums paid"),
+    _usd("total_action_costs_usd", "sum of elevation / relocation costs paid"),
+    _metres("mean_depth_flooded_m", "mean depth over flooded households (empty if none)",
+            nullable=True),
+)
+_MODEL_TAIL: tuple[Column, ...] = (
+    _count("n_rejected", "decisions with status `rejected`"),
+    _count("n_retries", "sum of retries"),
+    _count("n_infeasible", "decisions the world refused (`feasible = False`)"),
+)
+
+#: The fixed columns of ``model_yearly.csv`` (the per-action counts come between head and tail).
+MODEL_YEARLY_FIXED: tuple[Column, ...] = _MODEL_HEAD + _MODEL_TAIL
+
+
+def action_count_column(action_id: str) -> Column:
+    """The ``n_<action>`` count of ``model_yearly.csv`` for one action of the domain."""
+    return _count(f"n_{action_id}", f"households that executed `{action_id}` this year")
+
+
+def model_columns(action_ids: Sequence[str]) -> tuple[Column, ...]:
+    """Columns of ``model_yearly.csv`` for a domain, in file order.
+
+    Args:
+        action_ids: The domain's action ids in ``agent_types.yaml`` order.
+    """
+    return _MODEL_HEAD + tuple(action_count_column(a) for a in action_ids) + _MODEL_TAIL
+
+
+def names(columns: Sequence[Column]) -> tuple[str, ...]:
+    """Column headers in order."""
+    return tuple(c.name for c in columns)
+
+
+#: Decimals by column name for columns written from float values, for the CSV writer.
+FLOAT_DECIMALS: dict[str, int] = {
+    c.name: c.decimals for c in AGENT_YEARLY + MODEL_YEARLY_FIXED if c.decimals is not None
+}
