@@ -87,7 +87,7 @@ def test_failed_run_leaves_no_complete_directory(experiments, tmp_path) -> None:
     class Broken:
         name = "broken"
 
-        def decide(self, situations, model):
+        def decide(self, situations):
             raise RuntimeError("backend exploded")
 
         def end_year(self, model, year):

@@ -125,7 +125,7 @@ class GovernedBroker:
         self._loop = LoopThread()
 
     # -- DecisionMaker API ------------------------------------------------------------------
-    def decide(self, situations: Sequence[HouseholdSituation], model: Any = None) -> list[Decision]:
+    def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         """Decide for every household of one year (concurrently); results in input order."""
         decisions = self._loop.run(self.adecide(situations))
         if self._audit is not None:

@@ -1,9 +1,10 @@
-"""Memory settings (owned by the memory package; see README "Memory").
+"""Memory settings (owned by the memory package; see docs/memory.md).
 
 Two models live here:
 
-* ``MemoryConfig``: the experiment-level choice of engine (``humancentric``, ``window`` or
-  ``none``) and per-experiment overrides of the engine parameters;
+* ``MemoryConfig``: the experiment-level choice of engine (a name of ``MEMORY_ENGINES``, e.g.
+  ``humancentric`` or ``window``, or ``none``) and per-experiment overrides of the engine
+  parameters;
 * ``MemoryParams``: the ``memory:`` section of ``agent_types.yaml`` with every engine parameter
   and the keyword categories that encode emotion and source weights (SPEC 3.1).
 """
@@ -12,26 +13,50 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel
 
+#: Memory engines by name: the engine class, written as ``"module:Class"`` and imported only
+#: when a run uses it (``governed_broker.memory.engine.make_engine``). A class satisfies
+#: ``governed_broker.memory.protocol.MemoryEngine`` and is built as
+#: ``Class(**engine_kwargs(params), rng=rng, agent_id=agent_id)``; a new engine is such a class
+#: plus one entry here. ``none`` (no memory) is not an engine and not listed.
+MEMORY_ENGINES: dict[str, str] = {
+    "humancentric": "governed_broker.memory.engine:HumanCentricMemoryEngine",
+    "window": "governed_broker.memory.engine:WindowMemoryEngine",
+}
+
+#: The ``engine`` value that gives households no memory at all.
+NO_MEMORY = "none"
+
 
 class MemoryConfig(StrictModel):
     """Which memory engine households use and per-experiment parameter overrides.
 
-    ``engine``: ``humancentric`` (SPEC 3.1), ``window`` (only the current year's working items,
-    the ablation baseline) or ``none``. ``overrides`` replaces parameters of the ``memory:``
-    section of ``agent_types.yaml`` for this experiment (same names, scalar parameters only).
+    ``engine``: a name of ``MEMORY_ENGINES``, shipped are ``humancentric`` (SPEC 3.1) and
+    ``window`` (only the current year's working items, the ablation baseline), or ``none`` (no
+    memory). ``overrides`` replaces parameters of the ``memory:`` section of
+    ``agent_types.yaml`` for this experiment (same names, scalar parameters only).
     ``concepts_file`` is the households' semantic memory (concepts and relations; relative
     paths resolve against the experiment file's directory).
     """
 
-    engine: Literal["humancentric", "window", "none"] = "humancentric"
+    engine: str = Field(
+        "humancentric", description="a name of MEMORY_ENGINES: humancentric | window, or none "
+        "(no memory)"
+    )
     overrides: dict[str, float | int] = {}
     concepts_file: Path = Path("../configs/knowledge/flood_concepts.yaml")
+
+    @field_validator("engine")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        if name != NO_MEMORY and name not in MEMORY_ENGINES:
+            raise ValueError(f"unknown memory engine {name!r}; registered: "
+                             f"{', '.join(MEMORY_ENGINES)} (or {NO_MEMORY!r}: no memory)")
+        return name
 
 
 class KeywordCategory(StrictModel):

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel, excerpt
 
@@ -153,7 +153,7 @@ class GeneratedPopulation(StrictModel):
 class PopulationConfig(StrictModel):
     """Where the households come from: a CSV file or generated from distributions.
 
-    ``file``: CSV in ``configs/populations/`` (columns documented in README "Configuration").
+    ``file``: CSV in ``configs/populations/`` (columns documented in docs/configuration.md).
     ``generate``: distributions; ``size`` households are drawn. Exactly one must be given.
     ``annual_saving_share``: share of income added to savings at the end of each year.
     """
@@ -197,12 +197,31 @@ class StochasticZone(StrictModel):
     event_sigma: Sigma = 0.0
 
 
+#: Hazard modes by name: the class that draws the floods, written as ``"module:Class"`` and
+#: imported only when a run uses it (``governed_broker.sim.hazard.make_hazard``). A class is a
+#: ``governed_broker.sim.hazard.Hazard`` built as ``Class(hazard_config, zones, seed, years,
+#: events)``; a new mode is such a class plus one entry here.
+HAZARD_MODES: dict[str, str] = {
+    "fixed": "governed_broker.sim.hazard:FixedScheduleHazard",
+    "stochastic": "governed_broker.sim.hazard:StochasticHazard",
+}
+
+
+def _one_of(names: list[str]) -> str:
+    """Names for a message: ``'a', 'b' or 'c'``."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
 class HazardConfig(StrictModel):
     """Which years flood, and how deep.
+
+    ``mode``: a name of ``HAZARD_MODES``; shipped are:
 
     ``fixed``: flood years listed in ``events`` (or in ``file``, a YAML with ``events:``).
     ``stochastic``: one event draw per year, ``u ~ U(0,1)``; zone z floods when
     ``u < annual_probability[z]`` (a rarer event floods every more exposed zone too).
+
     ``household_sigma``: lognormal spread of each household's depth around its zone's depth.
 
     Drawn depths must stay physical: for every zone, ``median_depth_m * exp(3 * sqrt(
@@ -211,20 +230,29 @@ class HazardConfig(StrictModel):
     """
 
     source: Source
-    mode: Literal["fixed", "stochastic"]
+    mode: str = Field(description="a name of HAZARD_MODES: fixed | stochastic")
     events: list[FixedEvent] = []
     file: FilePath | None = None
     zones: dict[str, StochasticZone] = {}
     household_sigma: Sigma = 0.0
 
+    @field_validator("mode")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        if name not in HAZARD_MODES:
+            raise ValueError(f"unknown hazard mode {name!r}; registered: "
+                             f"{_one_of(list(HAZARD_MODES))}")
+        return name
+
     @model_validator(mode="after")
     def _mode_fields(self) -> HazardConfig:
+        """Fields of the shipped modes (a registered mode's class checks what it reads)."""
         if self.mode == "fixed":
             if self.zones:
                 raise ValueError("'zones' belongs to mode 'stochastic'; fixed mode uses 'events'")
             if self.events and self.file is not None:
                 raise ValueError("give 'events' or 'file', not both")
-        else:
+        elif self.mode == "stochastic":
             if not self.zones:
                 raise ValueError("mode 'stochastic' needs 'zones' (annual probability and depth)")
             if self.events or self.file is not None:
@@ -323,7 +351,10 @@ class TrustConfig(StrictModel):
 
 
 class BaselineParams(StrictModel):
-    """Parameters of the PMT / expected-utility baseline (README "Baseline decision maker")."""
+    """Parameters of the PMT / expected-utility baseline.
+
+    See docs/decisions.md "Baseline decision maker".
+    """
 
     source: Source
     # bounds: |beta| <= 100 keeps the perception decay's exponent far from overflow; a discount

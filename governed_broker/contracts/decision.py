@@ -113,16 +113,15 @@ class Decision:
 class DecisionMaker(Protocol):
     """Decides for a batch of households; must not mutate the world.
 
-    ``decide`` receives every active household of one year and returns exactly one ``Decision``
-    per situation, in the same order. ``end_year`` runs after execution (e.g. reflection) and
-    ``close`` releases resources (LLM backends, files).
+    ``decide`` receives every active household of one year and returns exactly one
+    ``Decision`` per situation, in the same order; the situations are all it sees of the world.
+    ``end_year`` runs after execution (e.g. reflection) and ``close`` releases resources (LLM
+    backends, files).
     """
 
     name: str
 
-    def decide(
-        self, situations: Sequence[HouseholdSituation], model: Any
-    ) -> list[Decision]: ...
+    def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]: ...
 
     def end_year(self, model: Any, year: int) -> None: ...
 

@@ -25,6 +25,7 @@ from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
 from governed_broker.memory.item import FIDELITY_LEVELS, MemoryItem, fidelity_for_age
 from governed_broker.memory.metacognition import MetacognitiveRecord, StrategyRecord
 from governed_broker.memory.procedural import Heuristic, ProceduralMemory
+from governed_broker.memory.protocol import MemoryEngine
 from governed_broker.memory.semantic import SemanticMemory
 from governed_broker.memory.working import WorkingMemory
 
@@ -38,6 +39,7 @@ __all__ = [
     "Heuristic",
     "HouseholdMemory",
     "HumanCentricMemoryEngine",
+    "MemoryEngine",
     "MemoryItem",
     "MetacognitiveRecord",
     "MiniLMEmbedder",

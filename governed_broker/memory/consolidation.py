@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from governed_broker.memory.engine import HumanCentricMemoryEngine
 from governed_broker.memory.episodic import EpisodicStore
 from governed_broker.memory.item import MemoryItem
 from governed_broker.memory.procedural import ProceduralMemory
+from governed_broker.memory.protocol import MemoryEngine
 from governed_broker.memory.semantic import SemanticMemory
 
 
@@ -45,7 +45,7 @@ def episode_record(item: MemoryItem, *, long_term: bool) -> dict[str, Any]:
 
 
 def consolidate(
-    engine: HumanCentricMemoryEngine,
+    engine: MemoryEngine,
     year: float,
     *,
     store: EpisodicStore | None = None,

@@ -10,6 +10,7 @@ generator). Insights go straight to long-term memory with their own retrieval sl
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,10 +20,11 @@ import numpy as np
 from pydantic import ValidationError
 
 from governed_broker.config.base import ConfigError
-from governed_broker.config.memory import MemoryConfig, MemoryParams
+from governed_broker.config.memory import MEMORY_ENGINES, NO_MEMORY, MemoryConfig, MemoryParams
 from governed_broker.config.yamlsafe import read_yaml
 from governed_broker.memory.encoding import CategoryTable
 from governed_broker.memory.item import MEMORY_KINDS, MemoryItem, fidelity_for_age
+from governed_broker.memory.protocol import MemoryEngine
 from governed_broker.memory.working import WorkingMemory
 
 _DEFAULTS = MemoryParams()
@@ -489,16 +491,48 @@ def engine_kwargs(params: MemoryParams) -> dict[str, Any]:
     }
 
 
+def engine_class(name: str) -> type[MemoryEngine]:
+    """The engine class registered as ``name`` in ``MEMORY_ENGINES``, imported now.
+
+    Raises:
+        ValueError: ``name`` is not registered.
+        ConfigError: its entry cannot be imported (no such module or attribute).
+    """
+    target = MEMORY_ENGINES.get(name)
+    if target is None:
+        raise ValueError(f"unknown memory engine {name!r}; registered: "
+                         f"{', '.join(MEMORY_ENGINES)}")
+    module_name, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"memory.engine {name!r}: cannot load its class {target!r} ({exc}); "
+                          "check the MEMORY_ENGINES entry") from exc
+
+
 def make_engine(
     params: MemoryParams | None,
     config: MemoryConfig,
     *,
     rng: np.random.Generator,
     agent_id: str | int,
-) -> HumanCentricMemoryEngine | None:
-    """The engine an experiment asks for: human-centric, window-only, or None (``none``)."""
-    if config.engine == "none":
+) -> MemoryEngine | None:
+    """The engine an experiment asks for (a ``MEMORY_ENGINES`` class), or None (``none``).
+
+    The class is built as ``klass(**engine_kwargs(params), rng=rng, agent_id=agent_id)`` with
+    ``params`` (default: ``MemoryParams()``) after ``config.overrides``.
+    """
+    if config.engine == NO_MEMORY:
         return None
     params = (params or MemoryParams()).with_overrides(config.overrides)
-    klass = WindowMemoryEngine if config.engine == "window" else HumanCentricMemoryEngine
+    klass = engine_class(config.engine)
     return klass(**engine_kwargs(params), rng=rng, agent_id=agent_id)
+
+
+def restore_engine(state: Mapping[str, Any]) -> MemoryEngine:
+    """Rebuild an engine from its ``state()``: ``from_state`` of the class registered under
+    the recorded ``variant`` (default ``humancentric``, states from before variants)."""
+    variant = state.get("variant", "humancentric")
+    if variant not in MEMORY_ENGINES:
+        raise ValueError(f"unknown memory engine variant {variant!r} in state")
+    return engine_class(variant).from_state(state)

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from governed_broker.memory.item import MemoryItem
+from governed_broker.memory.protocol import MemoryEngine
 
 
-def _item_line(item: MemoryItem, engine: Any, year: float | None) -> str:
+def _item_line(item: MemoryItem, engine: MemoryEngine, year: float | None) -> str:
     score = "" if year is None else f", score {engine.score(item, year):.3f}"
     recalled = f", recalled {item.access_count}x" if item.access_count else ""
     return (f"- [{item.kind}; importance {item.importance:.2f}; {item.emotion}/{item.source}"

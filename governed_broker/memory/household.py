@@ -24,12 +24,13 @@ from typing import Any
 from governed_broker.config.memory import MemoryConfig, MemoryParams
 from governed_broker.memory.consolidation import ConsolidationReport, consolidate
 from governed_broker.memory.embedding import Embedder
-from governed_broker.memory.engine import HumanCentricMemoryEngine, make_engine
+from governed_broker.memory.engine import make_engine, restore_engine
 from governed_broker.memory.episodic import EpisodicStore
 from governed_broker.memory.export import export_markdown
 from governed_broker.memory.item import MemoryItem
 from governed_broker.memory.metacognition import MetacognitiveRecord
 from governed_broker.memory.procedural import ProceduralMemory
+from governed_broker.memory.protocol import MemoryEngine
 from governed_broker.memory.semantic import SemanticMemory
 from governed_broker.seeding import child_rng
 
@@ -55,7 +56,7 @@ class HouseholdMemory:
         store: The run's episodic store (set by ``RunMemoryWriter.attach``).
     """
 
-    def __init__(self, agent_id: int | str, engine: HumanCentricMemoryEngine, *,
+    def __init__(self, agent_id: int | str, engine: MemoryEngine, *,
                  semantic: SemanticMemory | None = None,
                  procedural: ProceduralMemory | None = None,
                  metacognition: MetacognitiveRecord | None = None,
@@ -220,7 +221,7 @@ class HouseholdMemory:
 
     # ----------------------------------------------------------------------------- yearly
     def retrieve(self, year: int) -> list[MemoryItem]:
-        """Memories for this year's decision (``HumanCentricMemoryEngine.retrieve``)."""
+        """Memories for this year's decision (the engine's ``retrieve``)."""
         return self.engine.retrieve(year)
 
     def end_year(self, year: int) -> ConsolidationReport:
@@ -251,7 +252,7 @@ class HouseholdMemory:
         if state.get("semantic_learned") is not None:
             sem = (semantic or SemanticMemory.from_yaml()).copy()
             sem.restore_learned(state["semantic_learned"])
-        hm = cls(state["agent_id"], HumanCentricMemoryEngine.from_state(state["engine"]),
+        hm = cls(state["agent_id"], restore_engine(state["engine"]),
                  semantic=sem, procedural=ProceduralMemory.from_state(state["procedural"]),
                  metacognition=MetacognitiveRecord.from_state(state["metacognition"]),
                  action_effects=state["action_effects"])

@@ -2,7 +2,7 @@
 
 Embeddings are unit length, so inner product = cosine similarity. The flat index is exact
 (no approximation to explain in a paper), supports removal by id and restriction of a search
-to a candidate id set (the structured filter of the episodic store). README "Memory" gives
+to a candidate id set (the structured filter of the episodic store). docs/memory.md gives
 the measurements behind the choice.
 """
 

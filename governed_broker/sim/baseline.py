@@ -1,6 +1,6 @@
 """The rule-based PMT / expected-utility baseline decision maker (the non-LLM counterfactual).
 
-For each household (vectorised over the batch; README "Baseline decision maker"):
+For each household (vectorised over the batch; docs/decisions.md "Baseline decision maker"):
 
 1. Risk perception (DYNAMO/GEB): ``beta = beta_max * beta_base**(beta_coef * t) + beta_min``
    with ``t`` the years since the last flood (never flooded: ``beta = beta_min``); perceived
@@ -74,9 +74,7 @@ class BaselineDecisionMaker:
         )
         return np.minimum(p.max_perceived_probability, flood_probability * beta)
 
-    def decide(
-        self, situations: Sequence[HouseholdSituation], model: FloodModel | None = None
-    ) -> list[Decision]:
+    def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         """One decision per situation, in order (see the module docstring for the rule)."""
         if not situations:
             return []

@@ -1,29 +1,69 @@
 """Flood hazard: which years flood and how deep the water is at each home (metres).
 
+Each hazard mode is a ``Hazard`` subclass registered by name in
+``governed_broker.config.world.HAZARD_MODES`` (``fixed``: ``FixedScheduleHazard``,
+``stochastic``: ``StochasticHazard``); ``make_hazard`` builds the one an experiment names.
+
 Each year's draws come from a generator derived from (seed, "hazard", year), so a year's flood
 does not depend on how earlier years were simulated (this keeps resumed runs identical).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 
 import numpy as np
 
-from governed_broker.config.world import FixedEvent, HazardConfig
+from governed_broker.config.base import ConfigError
+from governed_broker.config.world import HAZARD_MODES, FixedEvent, HazardConfig
 from governed_broker.seeding import child_rng
 
 
+def hazard_class(mode: str) -> type[Hazard]:
+    """The class registered as ``mode`` in ``HAZARD_MODES``, imported now.
+
+    Raises:
+        ValueError: ``mode`` is not registered.
+        ConfigError: its entry cannot be imported (no such module or attribute).
+    """
+    target = HAZARD_MODES.get(mode)
+    if target is None:
+        raise ValueError(f"unknown hazard mode {mode!r}; registered: {', '.join(HAZARD_MODES)}")
+    module_name, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"hazard.mode {mode!r}: cannot load its class {target!r} ({exc}); "
+                          "check the HAZARD_MODES entry") from exc
+
+
+def make_hazard(
+    config: HazardConfig, zones: Sequence[str], seed: int, years: int,
+    events: Sequence[FixedEvent] | None = None,
+) -> Hazard:
+    """The hazard of ``config.mode`` (see ``Hazard`` for the arguments)."""
+    return hazard_class(config.mode)(config, zones, seed, years, events)
+
+
 class Hazard:
-    """Flood events for a set of zones.
+    """Flood events for a set of zones; the base of the hazard modes.
+
+    A mode overrides ``_zone_statistics`` and ``zone_depths``; ``household_depths`` spreads a
+    zone's depth over its homes (``household_sigma``). Build one with ``make_hazard``, which
+    picks the class registered for ``config.mode``.
 
     Args:
         config: The experiment's ``hazard`` section.
         zones: Zone names; households refer to zones by index into this list.
         seed: The experiment seed.
         years: Number of simulated years (used for the fixed schedule's frequencies).
-        events: The fixed schedule (mode ``fixed``) when it came from ``config.file``
-            (default: ``config.events``).
+        events: The flood schedule when it came from ``config.file`` (default:
+            ``config.events``); kept by year in ``events``.
+
+    Attributes:
+        probability: Objective annual flood probability per zone.
+        typical_depth_m: Typical flood depth per zone (metres).
     """
 
     def __init__(
@@ -39,35 +79,11 @@ class Hazard:
 
     def _zone_statistics(self) -> tuple[np.ndarray, np.ndarray]:
         """Objective annual flood probability and typical flood depth per zone."""
-        n = len(self.zones)
-        prob, depth = np.zeros(n), np.zeros(n)
-        if self.config.mode == "stochastic":
-            for i, zone in enumerate(self.zones):
-                spec = self.config.zones[zone]
-                prob[i], depth[i] = spec.annual_probability, spec.median_depth_m
-            return prob, depth
-        for i, zone in enumerate(self.zones):
-            depths = [e.depth_m[zone] for e in self.events.values()
-                      if e.depth_m.get(zone, 0.0) > 0 and e.year <= self.years]
-            prob[i] = len(depths) / self.years
-            depth[i] = float(np.mean(depths)) if depths else 0.0
-        return prob, depth
+        raise NotImplementedError
 
     def zone_depths(self, year: int) -> np.ndarray:
         """Flood depth per zone this year (0: no flood in that zone)."""
-        if self.config.mode == "fixed":
-            event = self.events.get(year)
-            if event is None:
-                return np.zeros(len(self.zones))
-            return np.array([event.depth_m.get(z, 0.0) for z in self.zones])
-        rng = child_rng(self.seed, "hazard", year, "event")
-        u, z = rng.random(), rng.standard_normal()
-        out = np.zeros(len(self.zones))
-        for i, zone in enumerate(self.zones):
-            spec = self.config.zones[zone]
-            if u < spec.annual_probability:
-                out[i] = spec.median_depth_m * np.exp(spec.event_sigma * z)
-        return out
+        raise NotImplementedError
 
     def household_depths(self, year: int, zone_index: np.ndarray) -> np.ndarray:
         """Depth at each home this year (metres), with per-household lognormal spread."""
@@ -77,3 +93,50 @@ class Hazard:
             rng = child_rng(self.seed, "hazard", year, "households")
             base = base * np.exp(sigma * rng.standard_normal(len(zone_index)))
         return base
+
+
+class StochasticHazard(Hazard):
+    """Mode ``stochastic``: one event draw per year; zone z floods when ``u < p[z]``, at
+    ``median_depth_m * exp(event_sigma * z)`` (one standard normal shared by the zones)."""
+
+    def _zone_statistics(self) -> tuple[np.ndarray, np.ndarray]:
+        """The zones' ``annual_probability`` and ``median_depth_m``."""
+        n = len(self.zones)
+        prob, depth = np.zeros(n), np.zeros(n)
+        for i, zone in enumerate(self.zones):
+            spec = self.config.zones[zone]
+            prob[i], depth[i] = spec.annual_probability, spec.median_depth_m
+        return prob, depth
+
+    def zone_depths(self, year: int) -> np.ndarray:
+        """This year's event, drawn from ``child_rng(seed, "hazard", year, "event")``."""
+        rng = child_rng(self.seed, "hazard", year, "event")
+        u, z = rng.random(), rng.standard_normal()
+        out = np.zeros(len(self.zones))
+        for i, zone in enumerate(self.zones):
+            spec = self.config.zones[zone]
+            if u < spec.annual_probability:
+                out[i] = spec.median_depth_m * np.exp(spec.event_sigma * z)
+        return out
+
+
+class FixedScheduleHazard(Hazard):
+    """Mode ``fixed``: the floods of the schedule (``events``), nothing else."""
+
+    def _zone_statistics(self) -> tuple[np.ndarray, np.ndarray]:
+        """Share of simulated years a zone floods, and its mean depth when it does."""
+        n = len(self.zones)
+        prob, depth = np.zeros(n), np.zeros(n)
+        for i, zone in enumerate(self.zones):
+            depths = [e.depth_m[zone] for e in self.events.values()
+                      if e.depth_m.get(zone, 0.0) > 0 and e.year <= self.years]
+            prob[i] = len(depths) / self.years
+            depth[i] = float(np.mean(depths)) if depths else 0.0
+        return prob, depth
+
+    def zone_depths(self, year: int) -> np.ndarray:
+        """The scheduled depths of ``year`` (zeros when it is not a flood year)."""
+        event = self.events.get(year)
+        if event is None:
+            return np.zeros(len(self.zones))
+        return np.array([event.depth_m.get(z, 0.0) for z in self.zones])

@@ -32,7 +32,7 @@ from governed_broker.memory.household import HouseholdMemory
 from governed_broker.sim import money
 from governed_broker.sim.damage import damages_usd
 from governed_broker.sim.fastbuild import build
-from governed_broker.sim.hazard import Hazard
+from governed_broker.sim.hazard import make_hazard
 from governed_broker.sim.memory_bridge import WorldMemory
 from governed_broker.sim.network import NeighbourIndex, build_graph
 from governed_broker.sim.population import Population, load_population
@@ -148,8 +148,8 @@ class FloodModel(mesa.Model):
         self.zones = sorted(set(population.zone.tolist()))
         self.hh = self._arrays_from(population)
         self.n = population.size
-        events = fixed_events(config) if config.hazard.mode == "fixed" else None
-        self.hazard = Hazard(config.hazard, self.zones, config.seed, config.years, events)
+        self.hazard = make_hazard(config.hazard, self.zones, config.seed, config.years,
+                                  fixed_events(config))
         self.graph = build_graph(config.network, self.n, config.seed)
         self.neighbours = NeighbourIndex(self.graph, self.n)
         self.year = 0
@@ -367,7 +367,7 @@ class FloodModel(mesa.Model):
 
     def decision_phase(self, situations: list[HouseholdSituation]) -> list[Decision]:
         """4. The decision maker decides for the whole batch at once."""
-        decisions = list(self.decision_maker.decide(situations, self))
+        decisions = list(self.decision_maker.decide(situations))
         expected = [s.agent_id for s in situations]
         got = [d.agent_id for d in decisions]
         if got != expected:

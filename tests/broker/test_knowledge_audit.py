@@ -34,7 +34,7 @@ def test_retrieval_account_is_audited(tmp_path: Path) -> None:
         GovernanceConfig(), seed=3, run_id="kb-run", audit_path=tmp_path / "decisions.jsonl")
     try:
         # flooded and uninsured: touches the insurance topic
-        broker.decide([make_situation(flooded=True, insured=False)], model=None)
+        broker.decide([make_situation(flooded=True, insured=False)])
     finally:
         broker.close()
     (record,) = read_jsonl(tmp_path / "decisions.jsonl")

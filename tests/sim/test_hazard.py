@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from governed_broker.config.world import FixedEvent, HazardConfig
-from governed_broker.sim.hazard import Hazard
+from governed_broker.sim.hazard import make_hazard
 
 
 def stochastic(p_high=0.2, p_low=0.01, household_sigma=0.0) -> HazardConfig:
@@ -20,7 +20,7 @@ def stochastic(p_high=0.2, p_low=0.01, household_sigma=0.0) -> HazardConfig:
 def test_fixed_schedule() -> None:
     events = [FixedEvent(year=3, depth_m={"high": 0.8, "low": 0.3}),
               FixedEvent(year=9, depth_m={"high": 1.2})]
-    hz = Hazard(HazardConfig(source="t", mode="fixed", events=events), ["high", "low"], 1, 10)
+    hz = make_hazard(HazardConfig(source="t", mode="fixed", events=events), ["high", "low"], 1, 10)
     np.testing.assert_allclose(hz.zone_depths(3), [0.8, 0.3])
     np.testing.assert_allclose(hz.zone_depths(9), [1.2, 0.0])
     assert not hz.zone_depths(4).any()
@@ -30,7 +30,7 @@ def test_fixed_schedule() -> None:
 
 
 def test_stochastic_frequencies_match_probabilities() -> None:
-    hz = Hazard(stochastic(), ["high", "low"], seed=5, years=4000)
+    hz = make_hazard(stochastic(), ["high", "low"], seed=5, years=4000)
     floods = np.array([hz.zone_depths(y) > 0 for y in range(1, 4001)])
     assert floods[:, 0].mean() == pytest.approx(0.2, abs=0.02)
     assert floods[:, 1].mean() == pytest.approx(0.01, abs=0.006)
@@ -38,9 +38,9 @@ def test_stochastic_frequencies_match_probabilities() -> None:
 
 
 def test_stochastic_is_seeded_and_year_local() -> None:
-    a = Hazard(stochastic(household_sigma=0.3), ["high", "low"], seed=5, years=30)
-    b = Hazard(stochastic(household_sigma=0.3), ["high", "low"], seed=5, years=30)
-    c = Hazard(stochastic(household_sigma=0.3), ["high", "low"], seed=6, years=30)
+    a = make_hazard(stochastic(household_sigma=0.3), ["high", "low"], seed=5, years=30)
+    b = make_hazard(stochastic(household_sigma=0.3), ["high", "low"], seed=5, years=30)
+    c = make_hazard(stochastic(household_sigma=0.3), ["high", "low"], seed=6, years=30)
     zones = np.array([0, 0, 1, 0])
     seq_a = [a.household_depths(y, zones) for y in range(1, 31)]
     assert all(np.array_equal(x, b.household_depths(y, zones)) for y, x in enumerate(seq_a, 1))
@@ -51,7 +51,7 @@ def test_stochastic_is_seeded_and_year_local() -> None:
 
 
 def test_household_variation_only_where_flooded() -> None:
-    hz = Hazard(stochastic(p_high=1.0, p_low=0.0, household_sigma=0.3), ["high", "low"], 1, 5)
+    hz = make_hazard(stochastic(p_high=1.0, p_low=0.0, household_sigma=0.3), ["high", "low"], 1, 5)
     d = hz.household_depths(1, np.array([0] * 200 + [1] * 5))
     assert np.all(d[:200] > 0) and np.all(d[200:] == 0) and d[:200].std() > 0
 

@@ -30,7 +30,7 @@ class Scripted:
         self.seen: list[list[HouseholdSituation]] = []
         self.ended: list[int] = []
 
-    def decide(self, situations: Sequence[HouseholdSituation], model) -> list[Decision]:
+    def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         self.seen.append(list(situations))
         return [Decision(agent_id=s.agent_id,
                          proposed_action=self.script.get((s.year, s.agent_id), "do_nothing"),
@@ -179,6 +179,6 @@ def test_trust_updates_follow_the_rules(world) -> None:
 
 def test_wrong_number_of_decisions_is_an_error(world) -> None:
     model, maker = world({})
-    maker.decide = lambda situations, m: []
+    maker.decide = lambda situations: []
     with pytest.raises(RuntimeError, match="one per situation"):
         model.step()
