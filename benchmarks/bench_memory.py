@@ -1,7 +1,7 @@
 """Memory benchmarks: engine retrieval cost, episodic-store throughput, vector index, embedders.
 
 Run: ``.venv/bin/python benchmarks/bench_memory.py [--quick] [--json out.json]``.
-Prints one table per part; numbers go into README "Memory". ``--quick`` skips MiniLM and the
+Prints one table per part; numbers go into docs/memory.md. ``--quick`` skips MiniLM and the
 100,000-vector index case.
 """
 

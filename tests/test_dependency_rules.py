@@ -22,7 +22,7 @@ FLOORS: dict[str, int] = {
     "broker": 3,
     "checkpoint": 4, "run_dir": 4,
     "runner": 5,
-    "sweep": 6, "analysis": 6, "cli": 6, "validity": 6,
+    "sweep": 6, "analysis": 6, "cli": 6, "validity": 6, "docgen": 6,
 }
 
 

@@ -2,7 +2,7 @@
 
 Every measure is defined once here, documented with units, unit-tested on hand-built tables,
 and versioned by ``METRIC_VERSION`` (written into every report and summary). Definitions are
-listed in the README section "Analysing results".
+listed in docs/analysis.md.
 """
 
 from governed_broker.analysis.behaviour import irrational_behaviour_rate

@@ -106,7 +106,7 @@ class ReflectionConfig(StrictModel):
 
 
 class RAGConfig(StrictModel):
-    """Knowledge-base retrieval (``governed_broker.rag``; README "Knowledge base").
+    """Knowledge-base retrieval (``governed_broker.rag``; docs/knowledge.md).
 
     When ``enabled``, the markdown documents in ``knowledge_dir`` are chunked by heading and
     indexed, and the chunks most similar to a household's situation enter its prompt whenever

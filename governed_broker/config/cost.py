@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from governed_broker.config.experiment import ExperimentConfig
 
 #: Seconds per decision call and per reflection call of the embedded default model on 2 CPU
-#: cores, measured (README "LLM backends": ~8.5 s and ~3.5 s); other backends differ.
+#: cores, measured (docs/llm_backends.md: ~8.5 s and ~3.5 s); other backends differ.
 EMBEDDED_DECISION_S = 8.5
 EMBEDDED_REFLECTION_S = 3.5
 

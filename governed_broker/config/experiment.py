@@ -33,7 +33,32 @@ from governed_broker.config.world import (
 
 
 class ExperimentConfig(StrictModel):
-    """A complete, validated experiment."""
+    """A complete, validated experiment.
+
+    Attributes:
+        name: Run name (see the field's description).
+        description: Free text for people; copied into ``config.yaml``, changes no output.
+        seed: Root of every random stream of the run (population, hazard, network, memory, LLM).
+        years: Simulated years (one step = one year).
+        agent_types: The behavioural domain file: actions, PMT labels, memory, governance rules.
+        population: Where the households come from (a CSV or distributions).
+        hazard: Floods: a fixed schedule or stochastic zones.
+        damage: The depth-damage table.
+        insurance: Premiums, limits, deductibles and payouts of flood insurance.
+        elevation: Height, cost and subsidy of elevating a house.
+        relocation: Moving costs and buyout share of relocating.
+        network: The neighbour graph households look at.
+        trust: Yearly updates of trust in insurance and in neighbours.
+        decision: Who decides: the rule-based ``baseline`` or the governed ``llm`` broker.
+        memory: Which memory engine households have, and per-experiment parameter overrides.
+        llm: The language model (needed when ``decision.maker`` is ``llm``).
+        governance: Rule profile, retries and prompt templates of the governed broker.
+        reflection: Yearly reflection (LLM runs).
+        rag: The knowledge base households may consult (LLM runs).
+        outputs: Optional outputs: plots, progress bar, memory Markdown.
+        limits: Sizes above which a run must be confirmed; not part of the run hash.
+        sweep: The parameter sweep built on this experiment (``governed-broker sweep``).
+    """
 
     name: str = Field(
         min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",

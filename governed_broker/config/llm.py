@@ -1,4 +1,4 @@
-"""LLM backend settings (owned by the llm package; see README "LLM backends").
+"""LLM backend settings (owned by the llm package; see docs/llm_backends.md).
 
 Example (the demo default, an in-process model fetched from PyPI on first use)::
 

@@ -29,7 +29,7 @@ from governed_broker.config.yamlsafe import load_yaml_text, read_text_file, read
 #: Largest population CSV read (bytes): about a million households.
 MAX_POPULATION_BYTES = 256 << 20
 
-#: Columns of a population CSV and their kinds (README "Configuration").
+#: Columns of a population CSV and their kinds (docs/configuration.md).
 POPULATION_COLUMNS: dict[str, str] = {
     "tenure": "tenure",
     "flood_zone": "str",

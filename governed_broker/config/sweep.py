@@ -1,4 +1,4 @@
-"""Sweep settings (owned by the sweep package; see README "Sweeps and clusters").
+"""Sweep settings (owned by the sweep package; see docs/sweeps.md).
 
 A ``sweep:`` block in an experiment YAML turns the experiment into many runs::
 
@@ -209,7 +209,7 @@ class SlurmConfig(StrictModel):
 
 
 class SweepConfig(StrictModel):
-    """A parameter sweep over an experiment (README "Sweeps and clusters").
+    """A parameter sweep over an experiment (docs/sweeps.md).
 
     Runs are the product of the cases, the grid points (``parameters``), the sampler's points
     and the replicates, in that nesting order.

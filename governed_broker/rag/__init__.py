@@ -1,7 +1,7 @@
 """Knowledge base over ``configs/knowledge/``: heading-aware chunks, embedding search with
 multi-query expansion (MQE) and HyDE, policy-topic triggers, and the seed-001 tool view.
 
-See README "Knowledge base" and docs/ARCHITECTURE.md.
+See docs/knowledge.md and docs/ARCHITECTURE.md.
 """
 
 from governed_broker.rag.chunking import Chunk, chunk_markdown, load_chunks, split_body

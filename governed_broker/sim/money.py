@@ -1,6 +1,6 @@
 """Insurance premiums and payouts, action costs and affordability (vectorised, dollars).
 
-Formulas (README "Configuration"):
+Formulas (docs/configuration.md):
 - coverage = min(value, limit) per structure (owners only) and contents;
 - premium = (rate_s * coverage_s / 1000 + rate_c * coverage_c / 1000) * loading + fee;
 - payout = payout_share * max(0, min(damage, limit) - deductible), per structure / contents;

@@ -1,6 +1,6 @@
 """Household populations: read from a CSV or drawn from the YAML distributions (seeded).
 
-Generation (README "Configuration"): tenure ~ Bernoulli(owner_share); zone ~ Categorical
+Generation (docs/configuration.md): tenure ~ Bernoulli(owner_share); zone ~ Categorical
 (zone_shares); income ~ lognormal; replacement value (RCV) ~ lognormal per tenure; structure
 value = RCV for owners and 0 for renters (renters do not own the building); contents value =
 contents_to_structure_ratio * RCV; savings = U(low, high) * income; initial insurance and

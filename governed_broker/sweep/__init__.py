@@ -1,6 +1,6 @@
 """Parameter sweeps: plans, executors (local process pool, SLURM job arrays), resume, collect.
 
-See README "Sweeps and clusters" and ``governed_broker.config.sweep`` for the YAML.
+See docs/sweeps.md and ``governed_broker.config.sweep`` for the YAML.
 """
 
 from governed_broker.sweep.api import SweepResult, run_sweep

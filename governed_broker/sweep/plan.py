@@ -252,7 +252,7 @@ def build_plan(experiment: str | Path, overrides: Sequence[str] = ()) -> SweepPl
     base = load_experiment(path, overrides)
     if base.sweep is None:
         raise ConfigError(
-            f"{path}: no 'sweep:' section; add one (README 'Sweeps and clusters') or use "
+            f"{path}: no 'sweep:' section; add one (docs/sweeps.md) or use "
             "`governed-broker run` for a single run"
         )
     sweep = base.sweep
