@@ -90,7 +90,7 @@ def test_failed_run_leaves_no_complete_directory(experiments, tmp_path) -> None:
         def decide(self, situations):
             raise RuntimeError("backend exploded")
 
-        def end_year(self, model, year):
+        def end_year(self, year, households):
             pass
 
         def close(self):

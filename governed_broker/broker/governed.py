@@ -26,7 +26,7 @@ from governed_broker.cognition.repair import ParseResult, parse_decision
 from governed_broker.cognition.schema import DecisionReply
 from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceConfig
-from governed_broker.contracts.decision import Decision, HouseholdSituation
+from governed_broker.contracts.decision import Decision, HouseholdSituation, ReflectionTarget
 from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.seeding import child_seed
@@ -132,10 +132,10 @@ class GovernedBroker:
             self._audit.write_many(d.audit for d in decisions)
         return decisions
 
-    def end_year(self, model: Any, year: int) -> None:
-        """Run the reflection engine (when configured) over the model's households."""
+    def end_year(self, year: int, households: Sequence[ReflectionTarget]) -> None:
+        """Run the reflection engine (when configured) over the households."""
         if self.reflection is not None:
-            self._loop.run(self.reflection.areflect_model(model, year))
+            self._loop.run(self.reflection.areflect_due(households, year))
 
     def close(self) -> None:
         """Flush the audit, release the backend and the event loop."""

@@ -17,7 +17,6 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +25,10 @@ from governed_broker.cognition.prompts import REFLECTION_TEMPLATES, TemplateSet,
 from governed_broker.cognition.repair import extract_json_object
 from governed_broker.cognition.schema import insights_json_schema
 from governed_broker.config.broker import ReflectionConfig
+from governed_broker.contracts.decision import ReflectionTarget
 from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.seeding import child_seed
-
-
-@dataclass(frozen=True)
-class ReflectionTarget:
-    """One household to reflect: its id, identity and memory engine (``items()``,
-    ``add_insight(content, year)``)."""
-
-    agent_id: int
-    tenure: str
-    flood_zone: str
-    engine: Any
 
 
 def parse_insights(
@@ -118,23 +107,13 @@ class ReflectionEngine:
         """Whether households reflect at the end of ``year``."""
         return self.config.enabled and year % self.config.interval_years == 0
 
-    @staticmethod
-    def targets(model: Any) -> list[ReflectionTarget]:
-        """Active households of ``model`` that have a memory engine, in agent-id order."""
-        out = []
-        for agent in model.agents:
-            memory = getattr(agent, "memory", None)
-            if memory is None or not getattr(agent, "active", True):
-                continue
-            engine = getattr(memory, "engine", memory)
-            out.append(ReflectionTarget(agent.unique_id, agent.tenure, agent.flood_zone, engine))
-        return sorted(out, key=lambda t: t.agent_id)
-
-    async def areflect_model(self, model: Any, year: int) -> list[dict[str, Any]]:
-        """Reflect every eligible household of ``model`` if ``year`` is due."""
+    async def areflect_due(
+        self, targets: Sequence[ReflectionTarget], year: int
+    ) -> list[dict[str, Any]]:
+        """Reflect ``targets`` if ``year`` is due (see ``due``); nothing otherwise."""
         if not self.due(year):
             return []
-        return await self.areflect(self.targets(model), year)
+        return await self.areflect(targets, year)
 
     def reflect(self, targets: Sequence[ReflectionTarget], year: int) -> list[dict[str, Any]]:
         """Synchronous ``areflect`` (for scripts and tests)."""

@@ -9,7 +9,7 @@ implement this interface.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -109,20 +109,50 @@ class Decision:
     audit: Mapping[str, Any] = field(default_factory=dict)
 
 
+class ReflectiveMemory(Protocol):
+    """What year-end reflection needs of a household's memory engine."""
+
+    def items(self) -> Iterable[Any]:
+        """Every memory item held (each with ``id``, ``year``, ``kind``, ``importance``)."""
+        ...
+
+    def add_insight(self, content: str, year: float) -> Any:
+        """Store an insight formed at the end of ``year``; returns the stored item."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReflectionTarget:
+    """One active household with a memory, as the world hands it over at the end of a year.
+
+    Attributes:
+        agent_id: Mesa unique id of the household.
+        tenure: ``"owner"`` or ``"renter"``.
+        flood_zone: Zone name.
+        engine: The household's memory engine.
+    """
+
+    agent_id: int
+    tenure: str
+    flood_zone: str
+    engine: ReflectiveMemory
+
+
 @runtime_checkable
 class DecisionMaker(Protocol):
     """Decides for a batch of households; must not mutate the world.
 
     ``decide`` receives every active household of one year and returns exactly one
     ``Decision`` per situation, in the same order; the situations are all it sees of the world.
-    ``end_year`` runs after execution (e.g. reflection) and ``close`` releases resources (LLM
-    backends, files).
+    ``end_year`` runs after execution with the active households that have a memory (in
+    agent-id order; empty without memory), e.g. for reflection, before their memories
+    consolidate; ``close`` releases resources (LLM backends, files).
     """
 
     name: str
 
     def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]: ...
 
-    def end_year(self, model: Any, year: int) -> None: ...
+    def end_year(self, year: int, households: Sequence[ReflectionTarget]) -> None: ...
 
     def close(self) -> None: ...

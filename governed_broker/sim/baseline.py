@@ -26,18 +26,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.world import BaselineParams
-from governed_broker.contracts.decision import Decision, HouseholdSituation
+from governed_broker.contracts.decision import Decision, HouseholdSituation, ReflectionTarget
 from governed_broker.seeding import child_rng
 from governed_broker.sim.fastbuild import build
-
-if TYPE_CHECKING:  # pragma: no cover
-    from governed_broker.sim.model import FloodModel
 
 
 class BaselineDecisionMaker:
@@ -152,7 +148,7 @@ class BaselineDecisionMaker:
             }))
         return out
 
-    def end_year(self, model: FloodModel, year: int) -> None:
+    def end_year(self, year: int, households: Sequence[ReflectionTarget]) -> None:
         """Nothing to consolidate: the rule is memoryless beyond the world's state."""
 
     def close(self) -> None:

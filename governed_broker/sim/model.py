@@ -27,7 +27,12 @@ from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import fixed_events, load_agent_types
 from governed_broker.contracts.columns import AGENT_YEARLY, names
 from governed_broker.contracts.columns import model_columns as model_column_table
-from governed_broker.contracts.decision import Decision, DecisionMaker, HouseholdSituation
+from governed_broker.contracts.decision import (
+    Decision,
+    DecisionMaker,
+    HouseholdSituation,
+    ReflectionTarget,
+)
 from governed_broker.memory.household import HouseholdMemory
 from governed_broker.sim import money
 from governed_broker.sim.damage import damages_usd
@@ -417,11 +422,22 @@ class FloodModel(mesa.Model):
 
     def reflection_phase(self) -> None:
         """6. Decision maker's end of year; trust updates; what neighbours see next year."""
-        self.decision_maker.end_year(self, self.year)  # reflection sees the year's memories
+        # reflection sees the year's memories before they consolidate
+        self.decision_maker.end_year(self.year, self.reflection_targets())
         if self.world_memory is not None:
             self.world_memory.end_year(self.year, self.current["idx"])
         self.update_trust()
         self.prev_state = self._neighbour_state()
+
+    def reflection_targets(self) -> list[ReflectionTarget]:
+        """Active households with a memory, in agent-id order (empty without memory)."""
+        if self.world_memory is None:
+            return []
+        hh = self.hh
+        return [ReflectionTarget(i + 1, "owner" if hh.is_owner[i] else "renter",
+                                 self.zones[hh.zone_index[i]],
+                                 self.world_memory.memory_of(i + 1).engine)
+                for i in self.active_index.tolist()]
 
     def update_trust(self) -> None:
         """Trust dynamics of domain_defaults section 5, clamped to [0, 1]."""

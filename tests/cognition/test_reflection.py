@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 from broker_helpers import PROMPTS, read_jsonl
 
-from governed_broker.cognition.reflection import (
-    ReflectionEngine,
-    ReflectionTarget,
-    parse_insights,
-)
+from governed_broker.cognition.reflection import ReflectionEngine, parse_insights
 from governed_broker.config.broker import ReflectionConfig
+from governed_broker.contracts.decision import ReflectionTarget
 from governed_broker.llm.scripted import ScriptedBackend
 from governed_broker.seeding import child_seed
 
@@ -134,17 +130,6 @@ def test_interval_and_switch():
     assert not off.due(1)
 
 
-def test_targets_skip_households_without_memory_or_inactive():
-    mem = SimpleNamespace(engine=FakeEngine())
-    agents = [
-        SimpleNamespace(unique_id=3, tenure="owner", flood_zone="high", active=True, memory=mem),
-        SimpleNamespace(unique_id=1, tenure="owner", flood_zone="high", active=True, memory=None),
-        SimpleNamespace(unique_id=2, tenure="renter", flood_zone="low", active=False, memory=mem),
-    ]
-    targets = ReflectionEngine.targets(SimpleNamespace(agents=agents))
-    assert [(t.agent_id, t.engine) for t in targets] == [(3, mem.engine)]
-
-
 def test_parse_insights_repairs():
     insights, repairs, error = parse_insights(
         '```json\n{"insights": ["a", "b", "c", "d",]}\n```', 3, 100)
@@ -168,14 +153,12 @@ def test_with_the_real_memory_engine_through_the_broker(tmp_path):
     mem = HumanCentricMemoryEngine(rng=child_rng(1, "agent", 7, "memory"), agent_id=7)
     mem.add("A flood destroyed my kitchen and I lost $40,000.", 2)
     mem.add("I decided to buy flood insurance.", 2, kind="decision")
-    agent = SimpleNamespace(unique_id=7, tenure="owner", flood_zone="high", active=True,
-                            memory=SimpleNamespace(engine=mem))
-    model = SimpleNamespace(agents=[agent])
+    household = ReflectionTarget(7, "owner", "high", mem)
 
     broker, backend = make_broker([(r"end of\s+year 2", INSIGHTS), (FIRST, reply("H", "M",
                                    "buy_insurance"))])
     broker.reflection = engine(backend, tmp_path)
-    broker.end_year(model, 2)
+    broker.end_year(2, [household])
     mem.end_year(2)
     insights = mem.insights()
     assert [i.content for i in insights] == INSIGHTS["insights"]

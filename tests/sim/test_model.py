@@ -29,6 +29,7 @@ class Scripted:
         self.script = script
         self.seen: list[list[HouseholdSituation]] = []
         self.ended: list[int] = []
+        self.reflecting: list[list[int]] = []
 
     def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         self.seen.append(list(situations))
@@ -37,8 +38,9 @@ class Scripted:
                          action=self.script.get((s.year, s.agent_id), "do_nothing"),
                          status="approved", decision_maker="scripted") for s in situations]
 
-    def end_year(self, model, year: int) -> None:
+    def end_year(self, year: int, households) -> None:
         self.ended.append(year)
+        self.reflecting.append([h.agent_id for h in households])
 
     def close(self) -> None:
         pass
@@ -50,9 +52,11 @@ def world(experiments):
     (experiments.tmp_path / "pop.csv").write_text(
         "# synthetic test population\n" + POP_HEADER + "\n" + "\n".join(POP_ROWS) + "\n")
 
-    def make(script: dict[tuple[int, int], str], years: int = 4) -> tuple[FloodModel, Scripted]:
+    def make(script: dict[tuple[int, int], str], years: int = 4,
+             memory: str = "none") -> tuple[FloodModel, Scripted]:
         data = experiments.data()
         data["years"] = years
+        data["memory"]["engine"] = memory
         data["population"] = {"source": "test", "file": "pop.csv"}
         data["hazard"] = {"source": "test", "mode": "fixed", "events": [
             {"year": 2, "depth_m": {"high": 1.0}},
@@ -147,6 +151,21 @@ def test_relocation_makes_households_inactive(world) -> None:
     # ring k=2: agents 1 and 3 neighbour agent 2 and see it relocated last year
     assert rows[1][1]["neighbour_relocated_share"] == pytest.approx(0.5)
     assert rows[0][1]["neighbour_relocated_share"] == 0
+
+
+def test_year_end_hands_over_the_memories_of_the_households_still_here(world) -> None:
+    model, maker = world({(1, 2): "relocate"}, memory="humancentric")
+    run(model, 2)
+    assert maker.reflecting == [[1, 3, 4], [1, 3, 4]]  # agent 2 left in year 1
+    target = model.reflection_targets()[0]
+    assert (target.tenure, target.flood_zone) == ("owner", "high")
+    assert target.engine is model.world_memory.memory_of(1).engine
+
+
+def test_without_memory_year_end_hands_over_no_households(world) -> None:
+    model, maker = world({}, memory="none")
+    run(model, 1)
+    assert maker.reflecting == [[]]
 
 
 def test_neighbour_shares_lag_one_year(world) -> None:
