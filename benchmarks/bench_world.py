@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from governed_broker.config import load_experiment
+from governed_broker.config.resolved import resolve_experiment
 from governed_broker.runner import build_decision_maker, run_experiment
 from governed_broker.sim import FloodModel
 
@@ -34,7 +35,7 @@ def main() -> None:
         agent_years = size * args.years
         with tempfile.TemporaryDirectory() as tmp:
             t0, c0 = time.perf_counter(), time.process_time()
-            model = FloodModel(config, build_decision_maker(config, Path(tmp)))
+            model = FloodModel(config, build_decision_maker(resolve_experiment(config), Path(tmp)))
             for _ in range(args.years):
                 model.step()
             sim, sim_cpu = time.perf_counter() - t0, time.process_time() - c0

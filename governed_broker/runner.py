@@ -36,8 +36,8 @@ from governed_broker.checkpoint import (
 )
 from governed_broker.config.base import ConfigError
 from governed_broker.config.experiment import ExperimentConfig
-from governed_broker.config.hashing import config_hash
-from governed_broker.config.loader import dump_resolved, load_agent_types
+from governed_broker.config.loader import dump_resolved
+from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
 from governed_broker.contracts.decision import DecisionMaker
 from governed_broker.run_dir import (
     TMP_PREFIX,
@@ -93,14 +93,14 @@ class RunResult:
     resumed_from_year: int | None = None
 
 
-def build_decision_maker(config: ExperimentConfig, run_dir: Path) -> DecisionMaker:
+def build_decision_maker(experiment: ResolvedExperiment, run_dir: Path) -> DecisionMaker:
     """The decision maker the experiment asks for."""
+    config = experiment.config
     if config.decision.maker == "baseline":
-        agent_types = load_agent_types(config.resolve_path(config.agent_types))
-        return BaselineDecisionMaker(config.decision.baseline, agent_types, config.seed)
+        return BaselineDecisionMaker(config.decision.baseline, experiment.domain, config.seed)
     from governed_broker.broker.factory import build_decision_maker as build_llm
 
-    return build_llm(config, run_dir)
+    return build_llm(experiment, run_dir)
 
 
 def run_experiment(
@@ -139,13 +139,14 @@ def run_experiment(
                 raise OutputExistsError(
                     f"{out_dir} already exists; choose another --out or pass --overwrite")
             require_own_run(out_dir, finished=True, action="replace")
-        return _run_locked(config, out_dir, progress, overwrite, decision_maker)
+        return _run_locked(resolve_experiment(config), out_dir, progress, overwrite,
+                           decision_maker)
 
 
-def _run_locked(config: ExperimentConfig, out_dir: Path, progress: bool, overwrite: bool,
+def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, overwrite: bool,
                 decision_maker: DecisionMaker | None) -> RunResult:
+    config, chash = experiment.config, experiment.config_hash
     work = partial_dir(out_dir)
-    chash = config_hash(config)
     finished = _finished_manifest(work, chash, overwrite)
     if finished is not None:  # killed after finishing, before the rename: only publish
         _publish(work, out_dir)
@@ -159,13 +160,13 @@ def _run_locked(config: ExperimentConfig, out_dir: Path, progress: bool, overwri
         rewind_outputs(work, ckpt)
     started, t0 = _now(), time.perf_counter()
     try:
-        maker = decision_maker or build_decision_maker(config, work)
+        maker = decision_maker or build_decision_maker(experiment, work)
     except BaseException:
         if fresh:
             shutil.rmtree(work)  # a run that could not start leaves nothing behind
         raise
     try:
-        model, rows = _simulate(config, chash, maker, work, ckpt, verified,
+        model, rows = _simulate(experiment, maker, work, ckpt, verified,
                                 progress and config.outputs.progress)
         llm = _llm_info(maker)
     finally:
@@ -271,14 +272,15 @@ def _resumable(work: Path, chash: str,
 
 
 def _simulate(
-    config: ExperimentConfig, chash: str, maker: DecisionMaker, work: Path,
+    experiment: ResolvedExperiment, maker: DecisionMaker, work: Path,
     ckpt: Checkpoint | None, verified: Verified | None, progress: bool,
 ) -> tuple[FloodModel, int]:
     from tqdm import tqdm
 
-    model = FloodModel(config, maker, run_dir=work)
+    config = experiment.config
+    model = FloodModel(config, maker, agent_types=experiment.domain, run_dir=work)
     rows, mode = 0, "w"
-    checkpoints = CheckpointWriter(work, chash, verified)
+    checkpoints = CheckpointWriter(work, experiment.config_hash, verified)
     if ckpt is not None:
         restore(model, ckpt)
         rows, mode = ckpt.rows, "a"

@@ -94,7 +94,7 @@ def test_existing_output_is_exit_2(experiments, tmp_path, capsys) -> None:
 def test_runtime_failure_is_exit_1(experiments, tmp_path, monkeypatch, capsys) -> None:
     import governed_broker.runner as runner
 
-    def explode(config, run_dir):
+    def explode(experiment, run_dir):
         raise RuntimeError("no backend")
 
     monkeypatch.setattr(runner, "build_decision_maker", explode)
@@ -108,7 +108,7 @@ def test_config_error_from_the_decision_maker_leaves_nothing(experiments, tmp_pa
     import governed_broker.runner as runner
     from governed_broker.config import ConfigError
 
-    def refuse(config, run_dir):
+    def refuse(experiment, run_dir):
         raise ConfigError("llm.model: unknown model 'x'")
 
     monkeypatch.setattr(runner, "build_decision_maker", refuse)

@@ -1,6 +1,6 @@
 """The governed broker: skill registry, rule table, validation with retries, audit.
 
-``build_decision_maker(config, run_dir)`` (in ``governed_broker.broker.factory``) builds the
+``build_decision_maker(experiment, run_dir)`` (in ``governed_broker.broker.factory``) builds the
 ``GovernedBroker`` an experiment with ``decision.maker: llm`` uses.
 """
 

@@ -13,6 +13,7 @@ from governed_broker.cognition.reflection import ReflectionEngine
 from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceRules
 from governed_broker.config.experiment import ExperimentConfig
+from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
 from governed_broker.llm.base import LLMBackend
 
 #: Files the broker writes into the run directory.
@@ -21,23 +22,10 @@ REFLECTIONS_FILE = "reflections.jsonl"
 CALL_LOG_FILE = "llm_calls.sqlite"
 
 
-def audit_run_id(config: ExperimentConfig) -> str:
-    """The run id written into audit records: ``<name>-<first 12 hex of the config hash>``.
-
-    The same id as a sweep gives the run, so records of different runs (ablation cases that
-    share a name and seed) never collide, and a resumed run keeps the ids it started with.
-    """
-    from governed_broker.config.hashing import config_hash
-
-    return f"{config.name}-{config_hash(config)[:12]}"
-
-
-def governance_rules(config: ExperimentConfig) -> tuple[SkillRegistry, GovernanceRules]:
-    """Load the skill registry and the rule table from the experiment's ``agent_types``."""
-    from governed_broker.config.loader import load_agent_types
-
+def governance_rules(experiment: ResolvedExperiment) -> tuple[SkillRegistry, GovernanceRules]:
+    """The skill registry and the rule table of the experiment's domain (``agent_types``)."""
+    config, agent_types = experiment.config, experiment.domain
     path = config.resolve_path(config.agent_types)
-    agent_types = load_agent_types(path)
     registry = SkillRegistry.from_actions(agent_types.actions)
     rules = agent_types.governance
     if rules is None:
@@ -62,7 +50,7 @@ def _knowledge(config: ExperimentConfig, backend: LLMBackend) -> Any:
 
 
 def build_decision_maker(
-    config: ExperimentConfig,
+    experiment: ResolvedExperiment | ExperimentConfig,
     run_dir: Path,
     backend: LLMBackend | None = None,
     knowledge: KnowledgeProvider | None = None,
@@ -70,7 +58,8 @@ def build_decision_maker(
     """The ``GovernedBroker`` of an experiment, writing its audit into ``run_dir``.
 
     Args:
-        config: The validated experiment (``llm:`` section required).
+        experiment: The resolved experiment (``llm:`` section required); a bare
+            ``ExperimentConfig`` is resolved here (scripts and tests).
         run_dir: The run's output directory: ``decisions.jsonl``, ``reflections.jsonl`` (when
             reflection is on) and ``llm_calls.sqlite`` are written there.
         backend: A ready backend (tests); by default ``backend_from_config(config.llm)`` with
@@ -81,10 +70,13 @@ def build_decision_maker(
     Raises:
         ConfigError: Missing ``llm:`` section, broken rule table or prompt templates.
     """
+    if isinstance(experiment, ExperimentConfig):
+        experiment = resolve_experiment(experiment)
+    config = experiment.config
     if config.llm is None:
         raise ConfigError("decision.maker 'llm' needs an 'llm:' section in the experiment")
     run_dir = Path(run_dir)
-    registry, rules = governance_rules(config)
+    registry, rules = governance_rules(experiment)
     ruleset = RuleSet(rules, config.governance.profile, registry)
     if backend is None:
         from governed_broker.llm import backend_from_config
@@ -104,7 +96,7 @@ def build_decision_maker(
         max_reason_chars=ctx.max_reason_chars,
         knowledge=knowledge,
     )
-    run_id = audit_run_id(config)
+    run_id = experiment.run_id
     reflection = None
     if config.reflection.enabled:
         reflection = ReflectionEngine.from_dir(

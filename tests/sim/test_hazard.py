@@ -58,6 +58,7 @@ def test_household_variation_only_where_flooded() -> None:
 
 def test_fixed_schedule_from_file_drives_the_world(experiments, repo_root) -> None:
     from governed_broker.config.loader import fixed_events
+    from governed_broker.config.resolved import resolve_experiment
     from governed_broker.runner import build_decision_maker
     from governed_broker.sim import FloodModel
 
@@ -66,7 +67,8 @@ def test_fixed_schedule_from_file_drives_the_world(experiments, repo_root) -> No
                       "file": str(repo_root / "configs/hazards/benchmark_years_3_4_9.yaml")}
     config = experiments.config(["years=4"], data=data)
     assert [e.year for e in fixed_events(config)] == [3, 4, 9]
-    model = FloodModel(config, build_decision_maker(config, experiments.tmp_path))
+    maker = build_decision_maker(resolve_experiment(config), experiments.tmp_path)
+    model = FloodModel(config, maker)
     flooded = []
     for _ in range(4):
         model.step()
