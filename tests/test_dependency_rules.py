@@ -16,13 +16,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "governed_broker"
 
 #: Floor of each top-level package or module of governed_broker (higher may import lower).
 FLOORS: dict[str, int] = {
-    "__init__": 0, "contracts": 0, "config": 0, "seeding": 0,
-    "llm": 1, "memory": 1,
-    "sim": 2, "cognition": 2, "rag": 2,
-    "broker": 3,
-    "checkpoint": 4, "run_dir": 4,
-    "runner": 5,
-    "sweep": 6, "analysis": 6, "cli": 6, "validity": 6, "docgen": 6,
+    "__init__": 0, "contracts": 0, "seeding": 0,
+    "config": 1,
+    "llm": 2, "memory": 2,
+    "sim": 3, "cognition": 3, "rag": 3,
+    "broker": 4,
+    "checkpoint": 5, "run_dir": 5,
+    "runner": 6,
+    "sweep": 7, "analysis": 7, "cli": 7, "validity": 7, "docgen": 7,
 }
 
 

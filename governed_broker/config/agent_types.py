@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel, excerpt
+from governed_broker.contracts.effects import EFFECTS, NO_EFFECT
 
 Tenure = Literal["owner", "renter"]
 
@@ -27,7 +28,8 @@ class ActionSpec(StrictModel):
         tenure: Who may take it.
         duration: ``annual`` (lasts a year, must be re-chosen), ``once`` (then permanent) or
             ``permanent`` (ends participation).
-        effect: What the world executes: ``none``, ``insure``, ``elevate`` or ``relocate``.
+        effect: What the world executes: a name of ``contracts.effects.EFFECTS`` (``none``,
+            ``insure``, ``elevate`` or ``relocate``).
         default: The action executed when a decision is infeasible or rejected (exactly one).
         concept: The semantic-memory concept of the measure (``configs/knowledge/
             flood_concepts.yaml``) whose facts households recall when deciding (None: none).
@@ -36,9 +38,16 @@ class ActionSpec(StrictModel):
     description: str = Field(min_length=1)
     tenure: list[Tenure] = Field(min_length=1)
     duration: Literal["annual", "once", "permanent"]
-    effect: Literal["none", "insure", "elevate", "relocate"]
+    effect: str
     default: bool = False
     concept: str | None = None
+
+    @field_validator("effect")
+    @classmethod
+    def _known_effect(cls, name: str) -> str:
+        if name not in EFFECTS:
+            raise ValueError(f"unknown effect {excerpt(name)}; known: {', '.join(EFFECTS)}")
+        return name
 
 
 class PMTLabels(StrictModel):
@@ -116,9 +125,9 @@ class AgentTypesConfig(StrictModel):
                 f"exactly one action must have 'default: true', found {len(defaults)}: {defaults}"
             )
         default = self.actions[defaults[0]]
-        if default.effect != "none" or set(default.tenure) != {"owner", "renter"}:
+        if default.effect != NO_EFFECT or set(default.tenure) != {"owner", "renter"}:
             raise ValueError(
-                f"the default action '{defaults[0]}' must have effect 'none' and be open to "
+                f"the default action '{defaults[0]}' must have effect '{NO_EFFECT}' and be open to "
                 "owners and renters (it is what infeasible decisions fall back to)"
             )
         return self

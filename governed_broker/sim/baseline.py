@@ -32,6 +32,7 @@ import numpy as np
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.world import BaselineParams
 from governed_broker.contracts.decision import Decision, HouseholdSituation, ReflectionTarget
+from governed_broker.contracts.effects import EFFECTS
 from governed_broker.seeding import child_rng
 from governed_broker.sim.fastbuild import build
 
@@ -52,7 +53,11 @@ class BaselineDecisionMaker:
         self.agent_types = agent_types
         self.seed = int(seed)
         self.actions = list(agent_types.actions)
-        self.effects = np.array([agent_types.actions[a].effect for a in self.actions])
+        traits = [EFFECTS[agent_types.actions[a].effect] for a in self.actions]
+        self.protective = np.array([t.protective for t in traits])
+        self.one_off = np.array([t.one_off for t in traits])
+        self.leaves = np.array([t.leaves for t in traits])
+        self.insures = np.array([t.insures for t in traits])
         self.default = self.actions.index(agent_types.default_action)
         r, horizon = params.discount_rate, params.horizon_years
         self.annuity = 1.0 / horizon if r == 0 else r / (1.0 - (1.0 + r) ** -horizon)
@@ -100,30 +105,28 @@ class BaselineDecisionMaker:
         return self._decisions(situations, choice, threat, coping)
 
     def _coping(self, cost: np.ndarray, savings: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-        protective = allowed & (self.effects != "none")[None, :]
+        protective = allowed & self.protective[None, :]
         ratio = np.minimum(1.0, np.maximum(savings, 0.0)[:, None] / np.maximum(cost, 1e-9))
         ratio = np.where(cost <= 0, 1.0, ratio)
         return np.where(protective, ratio, 0.0).max(axis=1, initial=0.0)
 
     def _choose(self, cost, loss, ok, wealth, p_perc, threat, coping, insured, year) -> np.ndarray:
         prm = self.params
-        one_off = (self.effects == "elevate") | (self.effects == "relocate")
-        annual_cost = np.where(one_off[None, :], cost * self.annuity, cost)
+        annual_cost = np.where(self.one_off[None, :], cost * self.annuity, cost)
         w = wealth[:, None]
         eu = (p_perc[:, None] * np.log(np.maximum(w - annual_cost - loss, 1.0))
               + (1.0 - p_perc[:, None]) * np.log(np.maximum(w - annual_cost, 1.0)))
         candidates = ok.copy()
         candidates[:, self.default] = True
-        relocation = (self.effects == "relocate")[None, :]
-        candidates &= ~relocation | (threat >= prm.relocation_threat_min)[:, None]
+        candidates &= ~self.leaves[None, :] | (threat >= prm.relocation_threat_min)[:, None]
         best = np.argmax(np.where(candidates, eu, -np.inf), axis=1)
         # Without a new measure a household may still renew a policy in force (habit).
         keep = candidates & ((np.arange(len(self.actions)) == self.default)[None, :]
-                             | ((self.effects == "insure")[None, :] & insured[:, None]))
+                             | (self.insures[None, :] & insured[:, None]))
         fallback = np.argmax(np.where(keep, eu, -np.inf), axis=1)
         motivated = (threat >= prm.threat_min) & (coping >= prm.coping_min)
         best = np.where(motivated, best, self.default)
-        renewal = (self.effects[best] == "insure") & insured
+        renewal = self.insures[best] & insured
         new_measure = (best != self.default) & ~renewal
         rng = child_rng(self.seed, "baseline", year)
         go = rng.random(len(best)) < prm.implementation_probability

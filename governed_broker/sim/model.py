@@ -36,6 +36,7 @@ from governed_broker.contracts.decision import (
 from governed_broker.memory.household import HouseholdMemory
 from governed_broker.sim import money
 from governed_broker.sim.damage import damages_usd
+from governed_broker.sim.effects import WORLD_EFFECTS, OptionBatch, execute
 from governed_broker.sim.fastbuild import build
 from governed_broker.sim.hazard import make_hazard
 from governed_broker.sim.memory_bridge import WorldMemory
@@ -273,39 +274,27 @@ class FloodModel(mesa.Model):
         ``loss_if_flood`` is the out-of-pocket loss of a typical flood of the household's zone
         (zone median / mean scheduled depth) next year if the household takes the action.
         """
-        cfg, hh = self.config, self.hh
-        owner, sv, cv = hh.is_owner[idx], hh.structure_value_usd[idx], hh.contents_value_usd[idx]
-        savings, elevated = hh.savings_usd[idx], hh.elevated[idx]
-        premium = money.premium_usd(cfg.insurance, sv, cv, owner)
-        depth = self.hazard.typical_depth_m[hh.zone_index[idx]]
-        h = cfg.elevation.height_m
-
-        def loss(eff_depth: np.ndarray, insured: bool) -> np.ndarray:
-            d_s, d_c = damages_usd(self.damage_table, np.maximum(0.0, eff_depth), sv, cv)
-            pay = money.payout_usd(cfg.insurance, d_s, d_c, owner, np.full(len(idx), insured))
-            return d_s + d_c - pay
-
-        here = depth - np.where(elevated, h, 0.0)
-        by_effect = {
-            "none": (np.zeros(len(idx)), loss(here, False)),
-            "insure": (premium, loss(here, True)),
-            "elevate": (np.full(len(idx), money.elevation_cost_usd(cfg.elevation)),
-                        loss(depth - h, False)),
-            "relocate": (money.relocation_cost_usd(cfg.relocation, sv, owner), np.zeros(len(idx))),
-        }
+        hh = self.hh
+        owner, savings = hh.is_owner[idx], hh.savings_usd[idx]
+        batch = OptionBatch(
+            self.config, self.damage_table, owner, hh.structure_value_usd[idx],
+            hh.contents_value_usd[idx], hh.elevated[idx],
+            self.hazard.typical_depth_m[hh.zone_index[idx]])
+        priced = {e: (WORLD_EFFECTS[e].cost_usd(batch), WORLD_EFFECTS[e].loss_if_flood_usd(batch),
+                      WORLD_EFFECTS[e].open_to(batch))
+                  for e in {spec.effect for spec in self.domain.actions.values()}}
         out: dict[str, dict[str, np.ndarray]] = {}
         for a, spec in self.domain.actions.items():
-            cost, lost = by_effect[spec.effect]
+            cost, lost, open_to = priced[spec.effect]
             allowed = np.zeros(len(idx), dtype=bool)
             for tenure in spec.tenure:
                 allowed |= owner if tenure == "owner" else ~owner
-            if spec.effect == "elevate":
-                allowed &= ~elevated
+            allowed &= open_to
             if a in hh.taken_once:
                 allowed &= ~hh.taken_once[a][idx]
             out[a] = {"cost": cost, "allowed": allowed,
                       "affordable": money.affordable(cost, savings), "loss": lost}
-        return {"premium": premium, "actions": out}
+        return {"actions": out}
 
     def perception_phase(self) -> list[HouseholdSituation]:
         """3. One frozen situation per active household (agent-id order)."""
@@ -398,16 +387,13 @@ class FloodModel(mesa.Model):
         rows = np.arange(len(idx))
         feasible = known & feasible_m[rows, np.where(known, wanted, 0)]
         executed = np.where(feasible, wanted, pos[self.default_action])
-        effects = np.array([self.domain.actions[a].effect for a in self.action_ids],
-                           dtype=object)[executed]
         cost_m = np.column_stack([opt[a]["cost"] for a in self.action_ids])
-        cost = cost_m[rows, executed]
-        premium = np.where(effects == "insure", cost, 0.0)
-        action_cost = np.where(effects == "insure", 0.0, cost)
-        relocate = effects == "relocate"
-        hh.elevated[idx] |= effects == "elevate"
-        hh.insured[idx] = (effects == "insure") & ~relocate  # un-renewed insurance lapses
-        hh.relocated[idx] |= relocate
+        done = execute([self.domain.actions[a].effect for a in self.action_ids], executed,
+                       cost_m[rows, executed])
+        premium, action_cost = done.premium_usd, done.action_cost_usd
+        hh.elevated[idx] |= done.elevated
+        hh.insured[idx] = done.insured  # un-renewed insurance lapses
+        hh.relocated[idx] |= done.relocated
         for a, taken in hh.taken_once.items():
             taken[idx] |= executed == pos[a]
         hh.savings_usd[idx] += (
