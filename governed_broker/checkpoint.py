@@ -33,7 +33,7 @@ import json
 import os
 import shutil
 import sqlite3
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +47,6 @@ if TYPE_CHECKING:  # pragma: no cover
 CHECKPOINT_DIR = "checkpoints"
 #: Output files a run appends to while it runs; their sizes are recorded per checkpoint.
 TRACKED_FILES = ("agents_yearly.csv", "model_yearly.csv", "decisions.jsonl", "reflections.jsonl")
-_TAKEN, _PREV = "taken_once/", "prev/"
 #: Written last into a checkpoint: the sha256 of its other files.
 SUMS_FILE = "SHA256SUMS.json"
 MEMORY_STORE = "memory.sqlite"
@@ -115,18 +114,16 @@ class CheckpointWriter:
                     os.fsync(f.fileno())
         digests = {name: self._advance(name) for name in TRACKED_FILES
                    if (self.work / name).exists()}
+        arrays, state = model.state()
         meta = {
-            "year": model.year,
             "config_hash": self.config_hash,
             "rows": rows,
             "sizes": dict(self._sizes_now()),
             "digests": digests,
             "memory_digest": self._advance_memory(model),
-            "mesa_rng": model.rng.bit_generator.state,
-            "python_random": _jsonable(model.random.getstate()),
-            "memory": None if model.world_memory is None else model.world_memory.state(),
+            **state,
         }
-        return _write_dir(self.work, model, meta)
+        return _write_dir(self.work, model.year, arrays, meta)
 
     def _sizes_now(self) -> dict[str, int]:
         return {n: self._sizes[n] for n in TRACKED_FILES if (self.work / n).exists()}
@@ -142,21 +139,21 @@ class CheckpointWriter:
         return hasher.hexdigest()
 
     def _advance_memory(self, model: FloodModel) -> str | None:
-        memory = model.world_memory
-        if memory is None or memory.writer is None:
+        store = model.memory_store
+        if store is None:
             return None
-        self._memory_rid = memory.writer.store.digest_rows(self._memory,
-                                                           after_rid=self._memory_rid)
+        self._memory_rid = store.digest_rows(self._memory, after_rid=self._memory_rid)
         return self._memory.hexdigest()
 
 
-def _write_dir(work: Path, model: FloodModel, meta: dict[str, Any]) -> Path:
-    final = _year_dir(work, model.year)
+def _write_dir(work: Path, year: int, arrays: dict[str, np.ndarray],
+               meta: dict[str, Any]) -> Path:
+    final = _year_dir(work, year)
     tmp = final.with_name(f".{final.name}.tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    np.savez(tmp / "state.npz", allow_pickle=False, **_arrays(model))
+    np.savez(tmp / "state.npz", allow_pickle=False, **arrays)
     (tmp / "state.json").write_text(json.dumps(meta), encoding="utf-8")
     sums = {name: _file_digest(tmp / name) for name in ("state.npz", "state.json")}
     (tmp / SUMS_FILE).write_text(json.dumps(sums), encoding="utf-8")
@@ -311,39 +308,11 @@ def restore(model: FloodModel, checkpoint: Checkpoint) -> None:
     """Put a freshly built model into the state of ``checkpoint``."""
     meta = json.loads((checkpoint.path / "state.json").read_text(encoding="utf-8"))
     with np.load(checkpoint.path / "state.npz", allow_pickle=False) as data:
-        hh = model.hh
-        for f in fields(hh):
-            if f.name != "taken_once":
-                getattr(hh, f.name)[...] = data[f.name]
-        for action, taken in hh.taken_once.items():
-            taken[...] = data[_TAKEN + action]
-        model.prev_state = {k[len(_PREV):]: data[k].copy() for k in data.files
-                            if k.startswith(_PREV)}
-    model.year = int(meta["year"])
-    model.rng.bit_generator.state = meta["mesa_rng"]
-    model.random.setstate(_tuples(meta["python_random"]))
-    if model.world_memory is not None:
-        model.world_memory.restore(meta["memory"])
-        if model.world_memory.writer is not None:
-            model.world_memory.writer.store.remove_sessions_after(model.year)
+        model.restore({k: data[k] for k in data.files}, meta)
+    if model.memory_store is not None:
+        model.memory_store.remove_sessions_after(model.year)
 
 
 def remove_checkpoints(work: Path) -> None:
     """Delete the checkpoints of a run that finished (they are not outputs)."""
     shutil.rmtree(work / CHECKPOINT_DIR, ignore_errors=True)
-
-
-def _arrays(model: FloodModel) -> dict[str, np.ndarray]:
-    hh = model.hh
-    out = {f.name: getattr(hh, f.name) for f in fields(hh) if f.name != "taken_once"}
-    out.update({_TAKEN + a: v for a, v in hh.taken_once.items()})
-    out.update({_PREV + k: v for k, v in model.prev_state.items()})
-    return out
-
-
-def _jsonable(value: Any) -> Any:
-    return [_jsonable(v) for v in value] if isinstance(value, tuple | list) else value
-
-
-def _tuples(value: Any) -> Any:
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value

@@ -25,6 +25,7 @@ import numpy as np
 
 from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
 from governed_broker.memory.semantic import SemanticMemory
+from governed_broker.sim.year_state import YearState
 
 if TYPE_CHECKING:  # pragma: no cover
     from governed_broker.config.agent_types import AgentTypesConfig
@@ -77,16 +78,16 @@ class WorldMemory:
         return self.households[agent_id]
 
     # ------------------------------------------------------------------------------ phases
-    def record_impacts(self, year: int, idx: np.ndarray, current: dict[str, Any]) -> None:
+    def record_impacts(self, year: int, state: YearState) -> None:
         """Step 2: what the flood (or its absence) did to each active household."""
-        damage = current["damage_structure"] + current["damage_contents"]
-        for j, i in enumerate(idx.tolist()):
+        damage = state.damage_usd
+        for j, i in enumerate(state.idx.tolist()):
             hm = self.households[i + 1]
-            if current["flooded"][j]:
-                hm.record_flood(year, float(current["depth"][j]), float(damage[j]),
-                                float(current["payout"][j]),
-                                insured=bool(current["insured_before"][j]),
-                                elevated=bool(current["elevated_before"][j]))
+            if state.flooded[j]:
+                hm.record_flood(year, float(state.depth_m[j]), float(damage[j]),
+                                float(state.payout_usd[j]),
+                                insured=bool(state.insured_before[j]),
+                                elevated=bool(state.elevated_before[j]))
             else:
                 hm.record_no_flood(year)
 

@@ -14,7 +14,7 @@ neighbours as "relocated".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +33,23 @@ from governed_broker.contracts.decision import (
     HouseholdSituation,
     ReflectionTarget,
 )
+from governed_broker.memory.episodic import EpisodicStore
 from governed_broker.memory.household import HouseholdMemory
 from governed_broker.sim import money
 from governed_broker.sim.damage import damages_usd
 from governed_broker.sim.effects import WORLD_EFFECTS, OptionBatch, execute
 from governed_broker.sim.fastbuild import build
 from governed_broker.sim.hazard import make_hazard
+from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.memory_bridge import WorldMemory
 from governed_broker.sim.network import NeighbourIndex, build_graph
 from governed_broker.sim.population import Population, load_population
+from governed_broker.sim.reporters import YearView, agent_columns, model_row
+from governed_broker.sim.trust import update_trust
+from governed_broker.sim.year_state import YearState
+
+#: Name prefix of what neighbours saw last year in ``FloodModel.state()``.
+PREV_PREFIX = "prev/"
 
 #: Columns of ``agents_yearly.csv`` (``governed_broker.contracts.columns``).
 AGENT_COLUMNS = names(AGENT_YEARLY)
@@ -51,26 +59,6 @@ def model_columns(action_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """Headers of ``model_yearly.csv`` for a domain: one ``n_<action>`` count per action id
     of ``agent_types.yaml``, in its order, between the fixed columns."""
     return names(model_column_table(action_ids))
-
-
-@dataclass
-class HouseholdArrays:
-    """The state of every household, one entry per household (index = agent id - 1)."""
-
-    is_owner: np.ndarray
-    zone_index: np.ndarray
-    income_usd: np.ndarray
-    savings_usd: np.ndarray
-    structure_value_usd: np.ndarray
-    contents_value_usd: np.ndarray
-    elevated: np.ndarray
-    insured: np.ndarray  # policy in force for this year's flood
-    relocated: np.ndarray
-    trust_insurance: np.ndarray
-    trust_neighbours: np.ndarray
-    years_since_flood: np.ndarray  # float; NaN = never flooded
-    floods_experienced: np.ndarray
-    taken_once: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class HouseholdAgent(mesa.Agent):
@@ -160,7 +148,7 @@ class FloodModel(mesa.Model):
         self.neighbours = NeighbourIndex(self.graph, self.n)
         self.year = 0
         self.prev_state = self._neighbour_state()
-        self.current: dict[str, Any] = {}
+        self.current: YearState | None = None
         self.last_agent_columns: dict[str, Any] = {}
         self.last_model_row: dict[str, Any] = {}
         for i in range(self.n):
@@ -205,6 +193,42 @@ class FloodModel(mesa.Model):
             "relocated": hh.relocated.copy(),
         }
 
+    # ----------------------------------------------------------------------------------------
+    # state, for checkpoints
+    # ----------------------------------------------------------------------------------------
+
+    def state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The model after a completed year: ``(arrays, meta)``.
+
+        ``arrays``: every household array (``HouseholdArrays.arrays``) and what neighbours
+        saw at the end of the year (``prev/<name>``). ``meta`` (JSON-able): the year, the
+        states of Mesa's and Python's generators and the memory state (None without memory).
+        ``restore`` on a freshly built model of the same experiment undoes it exactly.
+        """
+        arrays = self.hh.arrays()
+        arrays.update({PREV_PREFIX + k: v for k, v in self.prev_state.items()})
+        meta = {"year": self.year, "mesa_rng": self.rng.bit_generator.state,
+                "python_random": _lists(self.random.getstate()),
+                "memory": None if self.world_memory is None else self.world_memory.state()}
+        return arrays, meta
+
+    def restore(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
+        """Put this freshly built model into a ``state()`` (see there)."""
+        self.hh.load(arrays)
+        self.prev_state = {k[len(PREV_PREFIX):]: np.array(v) for k, v in arrays.items()
+                           if k.startswith(PREV_PREFIX)}
+        self.year = int(meta["year"])
+        self.rng.bit_generator.state = meta["mesa_rng"]
+        self.random.setstate(_tuples(meta["python_random"]))
+        if self.world_memory is not None:
+            self.world_memory.restore(meta["memory"])
+
+    @property
+    def memory_store(self) -> EpisodicStore | None:
+        """The run's episodic store (``memory.sqlite``; None without memory or run directory)."""
+        wm = self.world_memory
+        return None if wm is None or wm.writer is None else wm.writer.store
+
     @property
     def active_index(self) -> np.ndarray:
         """Indices of households that have not relocated (agent-id order)."""
@@ -228,50 +252,41 @@ class FloodModel(mesa.Model):
 
     def begin_year(self) -> None:
         """Snapshot the state households start the year with."""
-        idx = self.active_index
-        hh = self.hh
-        self.current = {
-            "idx": idx,
-            "savings_before": hh.savings_usd[idx].copy(),
-            "elevated_before": hh.elevated[idx].copy(),
-            "insured_before": hh.insured[idx].copy(),
-        }
+        idx, hh = self.active_index, self.hh
+        self.current = YearState(idx, savings_before_usd=hh.savings_usd[idx].copy(),
+                                 elevated_before=hh.elevated[idx].copy(),
+                                 insured_before=hh.insured[idx].copy())
 
     def hazard_phase(self) -> None:
         """1. Flood depth at each active home (metres, before elevation)."""
-        idx = self.current["idx"]
+        c = self.current
         zone_depths = self.hazard.zone_depths(self.year)
-        depth = self.hazard.household_depths(self.year, self.hh.zone_index)[idx]
-        self.current.update(
-            flood_occurred=bool(np.any(zone_depths > 0)), depth=depth, flooded=depth > 0
-        )
+        c.depth_m = self.hazard.household_depths(self.year, self.hh.zone_index)[c.idx]
+        c.flood_occurred, c.flooded = bool(np.any(zone_depths > 0)), c.depth_m > 0
 
     def impacts_phase(self) -> None:
         """2. Damage after elevation, insurance payouts, savings; flood experience."""
-        c, hh, idx = self.current, self.hh, self.current["idx"]
-        eff = np.maximum(0.0, c["depth"] - np.where(
-            c["elevated_before"], self.config.elevation.height_m, 0.0))
-        d_s, d_c = damages_usd(
-            self.damage_table, eff, hh.structure_value_usd[idx], hh.contents_value_usd[idx]
-        )
-        payout = money.payout_usd(
-            self.config.insurance, d_s, d_c, hh.is_owner[idx], c["insured_before"]
-        )
-        out_of_pocket = d_s + d_c - payout
-        hh.savings_usd[idx] -= out_of_pocket
-        flooded = c["flooded"]
+        c, hh, idx = self.current, self.hh, self.current.idx
+        c.effective_depth_m = np.maximum(0.0, c.depth_m - np.where(
+            c.elevated_before, self.config.elevation.height_m, 0.0))
+        c.damage_structure_usd, c.damage_contents_usd = damages_usd(
+            self.damage_table, c.effective_depth_m, hh.structure_value_usd[idx],
+            hh.contents_value_usd[idx])
+        c.payout_usd = money.payout_usd(self.config.insurance, c.damage_structure_usd,
+                                        c.damage_contents_usd, hh.is_owner[idx],
+                                        c.insured_before)
+        c.out_of_pocket_usd = c.damage_usd - c.payout_usd
+        hh.savings_usd[idx] -= c.out_of_pocket_usd
         ysf = hh.years_since_flood[idx] + 1.0
-        hh.years_since_flood[idx] = np.where(flooded, 0.0, ysf)
-        hh.floods_experienced[idx] += flooded
-        c.update(effective_depth=eff, damage_structure=d_s, damage_contents=d_c,
-                 payout=payout, out_of_pocket=out_of_pocket)
+        hh.years_since_flood[idx] = np.where(c.flooded, 0.0, ysf)
+        hh.floods_experienced[idx] += c.flooded
         if self.world_memory is not None:
-            self.world_memory.record_impacts(self.year, idx, c)
+            self.world_memory.record_impacts(self.year, c)
 
-    def action_options(self, idx: np.ndarray) -> dict[str, np.ndarray]:
-        """Per action: out-of-pocket cost, allowed and affordable masks, loss if flooded.
+    def action_options(self, idx: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+        """Per action: ``cost`` (dollars), ``allowed`` and ``affordable`` masks, ``loss``.
 
-        ``loss_if_flood`` is the out-of-pocket loss of a typical flood of the household's zone
+        ``loss`` is the out-of-pocket loss of a typical flood of the household's zone
         (zone median / mean scheduled depth) next year if the household takes the action.
         """
         hh = self.hh
@@ -294,62 +309,70 @@ class FloodModel(mesa.Model):
                 allowed &= ~hh.taken_once[a][idx]
             out[a] = {"cost": cost, "allowed": allowed,
                       "affordable": money.affordable(cost, savings), "loss": lost}
-        return {"actions": out}
+        return out
 
     def perception_phase(self) -> list[HouseholdSituation]:
         """3. One frozen situation per active household (agent-id order)."""
-        c, hh, idx = self.current, self.hh, self.current["idx"]
-        shares = {k: self.neighbours.share(v)[idx] for k, v in self.prev_state.items()}
-        options = self.action_options(idx)
-        c.update(options=options, shares=shares,
-                 trust_insurance=hh.trust_insurance[idx].copy(),
-                 trust_neighbours=hh.trust_neighbours[idx].copy())
-        acts = self.action_ids
-        opt = options["actions"]
-        cost = np.column_stack([opt[a]["cost"] for a in acts]).tolist()
-        allowed = np.column_stack([opt[a]["allowed"] for a in acts])
-        # a few distinct allowed sets: build each tuple once
-        patterns, allowed_key = np.unique(allowed, axis=0, return_inverse=True)
-        allowed_key = allowed_key.reshape(-1).tolist()
-        allowed_tuples = [tuple(a for a, ok in zip(acts, row, strict=True) if ok)
-                          for row in patterns.tolist()]
-        afford = np.column_stack([opt[a]["affordable"] for a in acts]).tolist()
-        loss = np.column_stack([opt[a]["loss"] for a in acts]).tolist()
-        prob = self.hazard.probability[hh.zone_index[idx]].tolist()
-        ysf = hh.years_since_flood[idx]
-        ysf_list = [None if np.isnan(v) else int(v) for v in ysf.tolist()]
-        cols = [x.tolist() for x in (
-            idx + 1, hh.is_owner[idx], hh.zone_index[idx], hh.income_usd[idx], hh.savings_usd[idx],
-            hh.structure_value_usd[idx], hh.contents_value_usd[idx], c["elevated_before"],
-            c["insured_before"], c["flooded"], c["depth"],
-            c["damage_structure"] + c["damage_contents"], c["payout"],
-            hh.floods_experienced[idx], shares["insured"], shares["elevated"],
-            shares["relocated"], c["trust_insurance"], c["trust_neighbours"],
-        )]
-        allowed_per = [allowed_tuples[k] for k in allowed_key]
-        recalled = (self.world_memory.perceive(self.year, idx, shares, allowed_per)
+        c, hh, idx = self.current, self.hh, self.current.idx
+        c.neighbour_shares = {k: self.neighbours.share(v)[idx]
+                              for k, v in self.prev_state.items()}
+        c.options = self.action_options(idx)
+        c.trust_insurance = hh.trust_insurance[idx].copy()
+        c.trust_neighbours = hh.trust_neighbours[idx].copy()
+        allowed = self._allowed_actions()
+        recalled = (self.world_memory.perceive(self.year, idx, c.neighbour_shares, allowed)
                     if self.world_memory is not None else None)
+        loss = np.column_stack([c.options[a]["loss"] for a in self.action_ids]).tolist()
         situations = []
-        year, zones = self.year, self.zones
-        for j, (aid, own, z, inc, sav, sv, cv, el, ins, fl, dep, dmg, pay, nfl, s_i, s_e, s_r,
-                t_i, t_n) in enumerate(zip(*cols, strict=True)):
-            situations.append(build(HouseholdSituation, {
-                "agent_id": aid, "year": year, "tenure": "owner" if own else "renter",
-                "flood_zone": zones[z], "income_usd": inc, "savings_usd": sav,
-                "structure_value_usd": sv, "contents_value_usd": cv, "elevated": el,
-                "insured": ins, "flooded": fl, "depth_m": dep, "damage_usd": dmg,
-                "payout_usd": pay, "years_since_flood": ysf_list[j], "floods_experienced": nfl,
-                "flood_probability": prob[j],
-                "neighbour_shares": {"insured": s_i, "elevated": s_e, "relocated": s_r},
-                "action_costs_usd": dict(zip(acts, cost[j], strict=True)),
-                "affordable": dict(zip(acts, afford[j], strict=True)),
-                "allowed_actions": allowed_tuples[allowed_key[j]],
-                "trust_insurance": t_i, "trust_neighbours": t_n,
-                "memories": () if recalled is None else recalled[j]["memories"],
-                "extra": self._extra(dict(zip(acts, loss[j], strict=True)),
-                                     None if recalled is None else recalled[j]),
-            }))
+        for j, fields in enumerate(self._stated_facts()):
+            memory = None if recalled is None else recalled[j]
+            fields.update(allowed_actions=allowed[j],
+                          memories=() if memory is None else memory["memories"],
+                          extra=self._extra(dict(zip(self.action_ids, loss[j], strict=True)),
+                                            memory))
+            situations.append(build(HouseholdSituation, fields))
         return situations
+
+    def _allowed_actions(self) -> list[tuple[str, ...]]:
+        """Per active household, the actions open to it (in the domain's order)."""
+        acts = self.action_ids
+        allowed = np.column_stack([self.current.options[a]["allowed"] for a in acts])
+        # a few distinct allowed sets: build each tuple once
+        patterns, key = np.unique(allowed, axis=0, return_inverse=True)
+        tuples = [tuple(a for a, ok in zip(acts, row, strict=True) if ok)
+                  for row in patterns.tolist()]
+        return [tuples[k] for k in key.reshape(-1).tolist()]
+
+    def _stated_facts(self) -> list[dict[str, Any]]:
+        """Per active household, the ``HouseholdSituation`` fields the world states, by name."""
+        c, hh, idx, acts = self.current, self.hh, self.current.idx, self.action_ids
+        columns = {
+            "agent_id": idx + 1, "tenure": np.where(hh.is_owner[idx], "owner", "renter"),
+            "flood_zone": np.asarray(self.zones, dtype=object)[hh.zone_index[idx]],
+            "income_usd": hh.income_usd[idx], "savings_usd": hh.savings_usd[idx],
+            "structure_value_usd": hh.structure_value_usd[idx],
+            "contents_value_usd": hh.contents_value_usd[idx],
+            "elevated": c.elevated_before, "insured": c.insured_before, "flooded": c.flooded,
+            "depth_m": c.depth_m, "damage_usd": c.damage_usd, "payout_usd": c.payout_usd,
+            "floods_experienced": hh.floods_experienced[idx],
+            "flood_probability": self.hazard.probability[hh.zone_index[idx]],
+            "trust_insurance": c.trust_insurance, "trust_neighbours": c.trust_neighbours,
+        }
+        names, values = list(columns), [v.tolist() for v in columns.values()]
+        share_names = list(c.neighbour_shares)
+        shares = zip(*(v.tolist() for v in c.neighbour_shares.values()), strict=True)
+        ysf = [None if np.isnan(v) else int(v) for v in hh.years_since_flood[idx].tolist()]
+        cost, afford = (np.column_stack([c.options[a][key] for a in acts]).tolist()
+                        for key in ("cost", "affordable"))
+        facts = []
+        for j, (row, share) in enumerate(zip(zip(*values, strict=True), shares, strict=True)):
+            fields = dict(zip(names, row, strict=True))
+            fields.update(year=self.year, years_since_flood=ysf[j],
+                          neighbour_shares=dict(zip(share_names, share, strict=True)),
+                          action_costs_usd=dict(zip(acts, cost[j], strict=True)),
+                          affordable=dict(zip(acts, afford[j], strict=True)))
+            facts.append(fields)
+        return facts
 
     @staticmethod
     def _extra(loss: dict[str, float], recalled: dict[str, Any] | None) -> dict[str, Any]:
@@ -377,8 +400,8 @@ class FloodModel(mesa.Model):
         Each household's execution touches only its own state, so the vectorised update below
         equals executing the decisions one by one in agent-id order.
         """
-        c, hh, idx = self.current, self.hh, self.current["idx"]
-        opt = c["options"]["actions"]
+        c, hh, idx = self.current, self.hh, self.current.idx
+        opt = c.options
         pos = {a: k for k, a in enumerate(self.action_ids)}
         wanted = np.array([pos.get(d.action, -1) for d in decisions], dtype=np.int64)
         known = wanted >= 0
@@ -390,29 +413,27 @@ class FloodModel(mesa.Model):
         cost_m = np.column_stack([opt[a]["cost"] for a in self.action_ids])
         done = execute([self.domain.actions[a].effect for a in self.action_ids], executed,
                        cost_m[rows, executed])
-        premium, action_cost = done.premium_usd, done.action_cost_usd
         hh.elevated[idx] |= done.elevated
         hh.insured[idx] = done.insured  # un-renewed insurance lapses
         hh.relocated[idx] |= done.relocated
         for a, taken in hh.taken_once.items():
             taken[idx] |= executed == pos[a]
-        hh.savings_usd[idx] += (
-            self.config.population.annual_saving_share * hh.income_usd[idx] - premium - action_cost
-        )
-        c.update(decisions=decisions, feasible=feasible,
-                 executed=np.asarray(self.action_ids, dtype=object)[executed],
-                 premium=premium, action_cost=action_cost)
+        hh.savings_usd[idx] += (self.config.population.annual_saving_share * hh.income_usd[idx]
+                                - done.premium_usd - done.action_cost_usd)
+        c.decisions, c.feasible = decisions, feasible
+        c.executed = np.asarray(self.action_ids, dtype=object)[executed]
+        c.premium_usd, c.action_cost_usd = done.premium_usd, done.action_cost_usd
         if self.world_memory is not None:
-            self.world_memory.record_decisions(self.year, idx, decisions, c["executed"],
-                                               feasible, premium + action_cost)
+            self.world_memory.record_decisions(self.year, idx, decisions, c.executed, feasible,
+                                               c.premium_usd + c.action_cost_usd)
 
     def reflection_phase(self) -> None:
         """6. Decision maker's end of year; trust updates; what neighbours see next year."""
         # reflection sees the year's memories before they consolidate
         self.decision_maker.end_year(self.year, self.reflection_targets())
         if self.world_memory is not None:
-            self.world_memory.end_year(self.year, self.current["idx"])
-        self.update_trust()
+            self.world_memory.end_year(self.year, self.current.idx)
+        update_trust(self.config.trust, self.hh, self.current)
         self.prev_state = self._neighbour_state()
 
     def reflection_targets(self) -> list[ReflectionTarget]:
@@ -425,98 +446,18 @@ class FloodModel(mesa.Model):
                                  self.world_memory.memory_of(i + 1).engine)
                 for i in self.active_index.tolist()]
 
-    def update_trust(self) -> None:
-        """Trust dynamics of domain_defaults section 5, clamped to [0, 1]."""
-        t, c, hh, idx = self.config.trust, self.current, self.hh, self.current["idx"]
-        ins, fl = c["insured_before"], c["flooded"]
-        delta_i = np.select(
-            [ins & fl, ins & ~fl, ~ins & fl],
-            [t.insurance_insured_flooded, t.insurance_insured_safe, t.insurance_uninsured_flooded],
-            t.insurance_uninsured_safe,
-        )
-        hh.trust_insurance[idx] = np.clip(hh.trust_insurance[idx] + delta_i, 0.0, 1.0)
-        rate = float(np.mean((hh.elevated & ~hh.relocated) | hh.relocated))
-        if rate > t.high_action_rate:
-            delta_n = np.full(len(idx), t.neighbours_high_action)
-        else:
-            low = rate < t.low_action_rate
-            delta_n = np.where(fl & low, t.neighbours_flooded_low_action, t.neighbours_otherwise)
-        hh.trust_neighbours[idx] = np.clip(hh.trust_neighbours[idx] + delta_n, 0.0, 1.0)
-
     def collect_phase(self) -> None:
         """7. The year's rows for ``agents_yearly.csv`` and ``model_yearly.csv``."""
-        self.last_agent_columns = self.agent_columns()
-        self.last_model_row = self.model_row()
+        view = YearView(self.year, self.current, self.hh, self.zones, self.action_ids)
+        self.last_agent_columns = agent_columns(view)
+        self.last_model_row = model_row(view)
 
-    # ----------------------------------------------------------------------------------------
-    # data collection
-    # ----------------------------------------------------------------------------------------
 
-    def agent_columns(self) -> dict[str, Any]:
-        """This year's agent rows as columns (arrays or lists), keyed by output column."""
-        c, hh, idx = self.current, self.hh, self.current["idx"]
-        decisions: list[Decision] = c["decisions"]
-        n = len(idx)
+def _lists(value: Any) -> Any:
+    """Tuples (Python's generator state) as JSON lists."""
+    return [_lists(v) for v in value] if isinstance(value, tuple | list) else value
 
-        def audit_score(key: str) -> np.ndarray:
-            return np.array([d.audit.get(key, np.nan) if d.audit else np.nan for d in decisions],
-                            dtype=float)
 
-        return {
-            "year": np.full(n, self.year), "agent_id": idx + 1,
-            "tenure": np.where(hh.is_owner[idx], "owner", "renter"),
-            "flood_zone": np.asarray(self.zones, dtype=object)[hh.zone_index[idx]],
-            "income_usd": hh.income_usd[idx], "savings_before_usd": c["savings_before"],
-            "elevated_before": c["elevated_before"], "insured_before": c["insured_before"],
-            "flooded": c["flooded"], "depth_m": c["depth"],
-            "effective_depth_m": c["effective_depth"],
-            "damage_structure_usd": c["damage_structure"],
-            "damage_contents_usd": c["damage_contents"],
-            "damage_usd": c["damage_structure"] + c["damage_contents"],
-            "payout_usd": c["payout"], "out_of_pocket_usd": c["out_of_pocket"],
-            "years_since_flood": hh.years_since_flood[idx],
-            "floods_experienced": hh.floods_experienced[idx],
-            "neighbour_insured_share": c["shares"]["insured"],
-            "neighbour_elevated_share": c["shares"]["elevated"],
-            "neighbour_relocated_share": c["shares"]["relocated"],
-            "trust_insurance": c["trust_insurance"], "trust_neighbours": c["trust_neighbours"],
-            "threat_score": audit_score("threat_score"),
-            "coping_score": audit_score("coping_score"),
-            "threat_label": [d.threat_label or "" for d in decisions],
-            "coping_label": [d.coping_label or "" for d in decisions],
-            "proposed_action": [d.proposed_action or "" for d in decisions],
-            "executed_action": c["executed"],
-            "status": [d.status for d in decisions],
-            "retries": np.array([d.retries for d in decisions], dtype=np.int64),
-            "feasible": c["feasible"], "action_cost_usd": c["action_cost"],
-            "premium_usd": c["premium"], "elevated_after": hh.elevated[idx].copy(),
-            "insured_after": hh.insured[idx].copy(), "relocated_after": hh.relocated[idx].copy(),
-            "savings_after_usd": hh.savings_usd[idx].copy(),
-            "decision_maker": [d.decision_maker for d in decisions],
-        }
-
-    def model_row(self) -> dict[str, Any]:
-        """This year's row of ``model_yearly.csv`` (shares of the initial population)."""
-        c, hh, n = self.current, self.hh, self.n
-        stay = ~hh.relocated
-        insured, elevated = hh.insured & stay, hh.elevated & stay
-        executed = c["executed"]
-        statuses = [d.status for d in c["decisions"]]
-        flooded = c["flooded"]
-        return {
-            "year": self.year, "n_households": n, "n_active": len(c["idx"]),
-            "n_flooded": int(flooded.sum()), "flood_occurred": c["flood_occurred"],
-            "share_insured": insured.sum() / n, "share_elevated": elevated.sum() / n,
-            "share_relocated": hh.relocated.sum() / n,
-            "share_insured_and_elevated": (insured & elevated).sum() / n,
-            "share_no_measure": (stay & ~insured & ~elevated).sum() / n,
-            "total_damage_usd": float(np.sum(c["damage_structure"] + c["damage_contents"])),
-            "total_payout_usd": float(np.sum(c["payout"])),
-            "total_premiums_usd": float(np.sum(c["premium"])),
-            "total_action_costs_usd": float(np.sum(c["action_cost"])),
-            "mean_depth_flooded_m": float(c["depth"][flooded].mean()) if flooded.any() else np.nan,
-            **{f"n_{a}": int(np.sum(executed == a)) for a in self.action_ids},
-            "n_rejected": statuses.count("rejected"),
-            "n_retries": int(sum(d.retries for d in c["decisions"])),
-            "n_infeasible": int((~c["feasible"]).sum()),
-        }
+def _tuples(value: Any) -> Any:
+    """JSON lists back to tuples."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value

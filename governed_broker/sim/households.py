@@ -1,0 +1,45 @@
+"""``HouseholdArrays``: the state of every household as parallel arrays (index = agent id - 1).
+
+The world keeps household state vectorised for speed; ``HouseholdAgent`` reads its own entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+#: Name prefix of the once-only action arrays in ``HouseholdArrays.arrays()``.
+TAKEN_PREFIX = "taken_once/"
+
+
+@dataclass
+class HouseholdArrays:
+    """The state of every household, one entry per household (index = agent id - 1)."""
+
+    is_owner: np.ndarray
+    zone_index: np.ndarray
+    income_usd: np.ndarray
+    savings_usd: np.ndarray
+    structure_value_usd: np.ndarray
+    contents_value_usd: np.ndarray
+    elevated: np.ndarray
+    insured: np.ndarray  # policy in force for this year's flood
+    relocated: np.ndarray
+    trust_insurance: np.ndarray
+    trust_neighbours: np.ndarray
+    years_since_flood: np.ndarray  # float; NaN = never flooded
+    floods_experienced: np.ndarray
+    taken_once: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every array by name (``taken_once/<action>`` for the once-only actions)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "taken_once"}
+        out.update({TAKEN_PREFIX + a: v for a, v in self.taken_once.items()})
+        return out
+
+    def load(self, data: Mapping[str, np.ndarray]) -> None:
+        """Overwrite every array in place from ``arrays()`` output."""
+        for name, target in self.arrays().items():
+            target[...] = data[name]

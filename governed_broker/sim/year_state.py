@@ -1,0 +1,76 @@
+"""``YearState``: what one simulated year produced, filled phase by phase.
+
+The phases of ``FloodModel.step`` hand their results on through one ``YearState`` (instead of
+a dict of string keys): the world memory reads the impacts from it, the reporters the whole
+year. Arrays run over the households active at the start of the year, in agent-id order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from governed_broker.contracts.decision import Decision
+
+
+def _none() -> np.ndarray:
+    return np.zeros(0)
+
+
+@dataclass
+class YearState:
+    """One year's state of the active households.
+
+    Attributes:
+        idx: Indices (0-based) of the households active at the start of the year.
+        savings_before_usd: Savings at the start of the year (dollars).
+        elevated_before: Elevated at the start of the year.
+        insured_before: Holding a policy for this year's flood.
+        flood_occurred: Whether any zone flooded (hazard phase).
+        depth_m: Flood depth at the home, before elevation (metres; hazard phase).
+        flooded: Depth above zero (hazard phase).
+        effective_depth_m: Depth after elevation (metres; impacts phase).
+        damage_structure_usd: Structure damage (dollars; impacts phase).
+        damage_contents_usd: Contents damage (dollars; impacts phase).
+        payout_usd: Insurance payout (dollars; impacts phase).
+        out_of_pocket_usd: Damage minus payout, taken from savings (dollars; impacts phase).
+        options: Per action: ``cost``, ``allowed``, ``affordable`` and ``loss`` arrays
+            (``FloodModel.action_options``; perception phase).
+        neighbour_shares: Share of neighbours insured / elevated / relocated at the end of
+            last year (perception phase).
+        trust_insurance: Trust in insurance at decision time (perception phase).
+        trust_neighbours: Trust in neighbours at decision time (perception phase).
+        decisions: One decision per household (decision phase).
+        feasible: Whether the decision passed the world's feasibility re-check (execution).
+        executed: Action id executed per household (execution).
+        premium_usd: Premium paid for next year's policy (dollars; execution).
+        action_cost_usd: Cost of other measures (dollars; execution).
+    """
+
+    idx: np.ndarray
+    savings_before_usd: np.ndarray
+    elevated_before: np.ndarray
+    insured_before: np.ndarray
+    flood_occurred: bool = False
+    depth_m: np.ndarray = field(default_factory=_none)
+    flooded: np.ndarray = field(default_factory=_none)
+    effective_depth_m: np.ndarray = field(default_factory=_none)
+    damage_structure_usd: np.ndarray = field(default_factory=_none)
+    damage_contents_usd: np.ndarray = field(default_factory=_none)
+    payout_usd: np.ndarray = field(default_factory=_none)
+    out_of_pocket_usd: np.ndarray = field(default_factory=_none)
+    options: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    neighbour_shares: dict[str, np.ndarray] = field(default_factory=dict)
+    trust_insurance: np.ndarray = field(default_factory=_none)
+    trust_neighbours: np.ndarray = field(default_factory=_none)
+    decisions: list[Decision] = field(default_factory=list)
+    feasible: np.ndarray = field(default_factory=_none)
+    executed: np.ndarray = field(default_factory=_none)
+    premium_usd: np.ndarray = field(default_factory=_none)
+    action_cost_usd: np.ndarray = field(default_factory=_none)
+
+    @property
+    def damage_usd(self) -> np.ndarray:
+        """Structure plus contents damage (dollars)."""
+        return self.damage_structure_usd + self.damage_contents_usd
