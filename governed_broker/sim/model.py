@@ -358,21 +358,22 @@ class FloodModel(mesa.Model):
             "flood_probability": self.hazard.probability[hh.zone_index[idx]],
             "trust_insurance": c.trust_insurance, "trust_neighbours": c.trust_neighbours,
         }
-        names, values = list(columns), [v.tolist() for v in columns.values()]
+        values = [v.tolist() for v in columns.values()]
         share_names = list(c.neighbour_shares)
         shares = zip(*(v.tolist() for v in c.neighbour_shares.values()), strict=True)
-        ysf = [None if np.isnan(v) else int(v) for v in hh.years_since_flood[idx].tolist()]
         cost, afford = (np.column_stack([c.options[a][key] for a in acts]).tolist()
                         for key in ("cost", "affordable"))
-        facts = []
-        for j, (row, share) in enumerate(zip(zip(*values, strict=True), shares, strict=True)):
-            fields = dict(zip(names, row, strict=True))
-            fields.update(year=self.year, years_since_flood=ysf[j],
-                          neighbour_shares=dict(zip(share_names, share, strict=True)),
-                          action_costs_usd=dict(zip(acts, cost[j], strict=True)),
-                          affordable=dict(zip(acts, afford[j], strict=True)))
-            facts.append(fields)
-        return facts
+        values += [
+            [None if np.isnan(v) else int(v) for v in hh.years_since_flood[idx].tolist()],
+            [dict(zip(share_names, s, strict=True)) for s in shares],
+            [dict(zip(acts, row, strict=True)) for row in cost],
+            [dict(zip(acts, row, strict=True)) for row in afford],
+        ]
+        names = [*columns, "years_since_flood", "neighbour_shares", "action_costs_usd",
+                 "affordable", "year"]
+        year = self.year
+        return [dict(zip(names, (*row, year), strict=True))
+                for row in zip(*values, strict=True)]
 
     @staticmethod
     def _extra(loss: dict[str, float], recalled: dict[str, Any] | None) -> dict[str, Any]:
