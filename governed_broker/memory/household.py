@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from governed_broker.config.memory import MemoryConfig, MemoryParams
+from governed_broker.contracts.effects import EFFECTS, NO_EFFECT, EffectTraits
 from governed_broker.memory.consolidation import ConsolidationReport, consolidate
 from governed_broker.memory.embedding import Embedder
 from governed_broker.memory.engine import make_engine, restore_engine
@@ -33,10 +34,6 @@ from governed_broker.memory.procedural import ProceduralMemory
 from governed_broker.memory.protocol import MemoryEngine
 from governed_broker.memory.semantic import SemanticMemory
 from governed_broker.seeding import child_rng
-
-#: Effect of the standard action ids (agent_types.yaml); pass ``action_effects`` for others.
-DEFAULT_EFFECTS = {"do_nothing": "none", "buy_insurance": "insure",
-                   "elevate_house": "elevate", "relocate": "relocate"}
 
 
 def _usd(x: float) -> str:
@@ -52,15 +49,17 @@ class HouseholdMemory:
         semantic: Its knowledge graph copy (None: no semantic memory).
         procedural: Its heuristics (default: a new ``ProceduralMemory``).
         metacognition: Its strategy record (default: a new one).
-        action_effects: Action id -> effect (``none``, ``insure``, ``elevate``, ``relocate``).
+        action_effects: Action id -> effect name (``contracts.effects.EFFECTS``) of the
+            experiment's domain: what a decision means for memory is read from the effect's
+            traits, never from the action id.
         store: The run's episodic store (set by ``RunMemoryWriter.attach``).
     """
 
     def __init__(self, agent_id: int | str, engine: MemoryEngine, *,
+                 action_effects: Mapping[str, str],
                  semantic: SemanticMemory | None = None,
                  procedural: ProceduralMemory | None = None,
                  metacognition: MetacognitiveRecord | None = None,
-                 action_effects: Mapping[str, str] | None = None,
                  store: EpisodicStore | None = None) -> None:
         self.agent_id = agent_id
         self.engine = engine
@@ -68,7 +67,7 @@ class HouseholdMemory:
         self.procedural = procedural if procedural is not None else ProceduralMemory()
         self.metacognition = metacognition if metacognition is not None else \
             MetacognitiveRecord()
-        self.action_effects = dict(action_effects or DEFAULT_EFFECTS)
+        self.action_effects = dict(action_effects)
         self.store = store
         self.forget_policy: dict[str, Any] | None = None
         self.insured = False  # coverage in force this year
@@ -80,8 +79,8 @@ class HouseholdMemory:
     @classmethod
     def from_config(cls, agent_id: int | str, params: MemoryParams | None,
                     config: MemoryConfig, seed: int, *,
-                    semantic: SemanticMemory | None = None,
-                    action_effects: Mapping[str, str] | None = None) -> HouseholdMemory | None:
+                    action_effects: Mapping[str, str],
+                    semantic: SemanticMemory | None = None) -> HouseholdMemory | None:
         """Build from the ``memory:`` params and the experiment's ``MemoryConfig``.
 
         The engine's generator is ``child_rng(seed, "agent", agent_id, "memory")``; the
@@ -150,17 +149,17 @@ class HouseholdMemory:
         pending, self._pending = self._pending, None
         if pending is None or pending["year"] != year - 1:
             return
-        effect = self.action_effects.get(pending["action"], "none")
-        if effect == "insure":
+        effect = self._traits(pending["action"])
+        if effect.insures:
             paid_off = flooded and payout_usd > 0
-        elif effect == "elevate":
+        elif effect.elevates:
             if not flooded:
                 return  # not tested yet
             paid_off = True
-        elif effect == "none":
+        elif not effect.protective:
             paid_off = not flooded or damage_usd <= 0
         else:
-            return
+            return  # e.g. leaving: no later outcome to judge it by
         self.procedural.record(pending["situation"], pending["action"], paid_off)
         self.metacognition.record_outcome(
             pending["action"], paid_off=paid_off, flooded=flooded, damage_usd=damage_usd,
@@ -184,7 +183,7 @@ class HouseholdMemory:
         """What the household decided (after execution; ``executed`` False when the world
         refused it or the broker fell back). Protective changes are strategic memories,
         renewals and doing nothing are routine."""
-        effect = self.action_effects.get(action, "none")
+        effect = self._traits(action)
         situation = {"flooded_this_year": self.flooded_this_year, "insured": self.insured,
                      "elevated": self.elevated}
         emotion = None
@@ -192,14 +191,16 @@ class HouseholdMemory:
             text = (f"I wanted to {action.replace('_', ' ')} but it was not possible "
                     f"({status}); I took no new protective action.")
             emotion = "strategic"
-        elif effect == "insure" and self.insured:
+        elif effect.insures and self.insured:
             text, emotion = f"I renewed my insurance policy for {_usd(cost_usd)}.", "routine"
-        elif effect == "insure":
+        elif effect.insures:
             text = f"I decided to buy an insurance policy for next year for {_usd(cost_usd)}."
-        elif effect == "elevate":
+        elif effect.elevates:
             text = f"I decided to elevate my house; it cost me {_usd(cost_usd)}."
-        elif effect == "relocate":
+        elif effect.leaves:
             text = f"I decided to relocate and leave this area; moving cost {_usd(cost_usd)}."
+        elif effect.protective:
+            text = (f"I decided to {action.replace('_', ' ')}; it cost me {_usd(cost_usd)}.")
         else:
             text, emotion = "I took no new protective action this year.", "routine"
         item = self.engine.add(text, year, kind="decision", emotion=emotion, metadata={
@@ -207,13 +208,18 @@ class HouseholdMemory:
             "gist": f"Year {year}: {action.replace('_', ' ')}" + ("" if executed else
                                                                    " (not possible)") + "."})
         done = action if executed else next(
-            (a for a, e in self.action_effects.items() if e == "none"), action)
+            (a for a, e in self.action_effects.items() if e == NO_EFFECT), action)
         self.metacognition.record_choice(action, executed=executed, cost_usd=cost_usd)
         self._pending = {"year": year, "action": done, "situation": situation}
-        if executed and effect == "elevate":
+        if executed and effect.elevates:
             self.elevated = True
-        self._insured_next = executed and effect == "insure"
+        self._insured_next = executed and effect.insures
         return item
+
+    def _traits(self, action: str) -> EffectTraits:
+        """The effect of ``action``; an id outside the domain (a refused proposal) does
+        nothing."""
+        return EFFECTS[self.action_effects.get(action, NO_EFFECT)]
 
     def add_insight(self, content: str, year: int) -> MemoryItem:
         """A reflection insight (importance 10, own retrieval slots)."""

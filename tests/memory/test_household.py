@@ -32,9 +32,14 @@ def graph():
     return SemanticMemory.from_yaml(DEFAULT_CONCEPTS)
 
 
+#: Action id -> effect of the shipped domain.
+EFFECTS = {a: spec.effect
+           for a, spec in load_agent_types(REPO / "agent_types.yaml").actions.items()}
+
+
 def household(params, graph, agent_id=17, engine="humancentric") -> HouseholdMemory:
     return HouseholdMemory.from_config(agent_id, params, MemoryConfig(engine=engine), SEED,
-                                       semantic=graph)
+                                       semantic=graph, action_effects=EFFECTS)
 
 
 def live_ten_years(hm: HouseholdMemory, writer: RunMemoryWriter | None = None) -> list:

@@ -55,6 +55,7 @@ def _domain_with_floodproofing(repo_root, tmp_path):
 def test_a_new_effect_runs_an_experiment(experiments, tmp_path, repo_root, floodproof) -> None:
     data = experiments.data()
     data["agent_types"] = str(_domain_with_floodproofing(repo_root, tmp_path))
+    data["memory"]["engine"] = "humancentric"  # memory words and judges it from its traits
     config = experiments.config(["years=6", "population.size=40",
                                  "hazard.zones.high.annual_probability=0.5"], data=data)
     out = run_experiment(config, tmp_path / "run", progress=False).out_dir
@@ -63,6 +64,9 @@ def test_a_new_effect_runs_an_experiment(experiments, tmp_path, repo_root, flood
     assert len(taken) > 0 and (taken["tenure"] == "owner").all()
     assert (taken["action_cost_usd"] == 1_000.0).all() and (taken["premium_usd"] == 0).all()
     assert taken["agent_id"].is_unique  # duration: once
+    first = int(taken["agent_id"].iloc[0])
+    memory = (out / "memories" / f"{first}.md").read_text()
+    assert "I decided to floodproof home; it cost me $1,000." in memory
 
 
 def test_an_unknown_effect_is_a_configuration_error(experiments, tmp_path, repo_root) -> None:
