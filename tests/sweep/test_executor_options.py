@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -33,9 +34,16 @@ def test_submitit_parameters_from_yaml_options():
     assert "mem_gb" not in minimal and "slurm_partition" not in minimal
 
 
-def test_submitit_writes_the_expected_sbatch_directives(tmp_path):
+def test_submitit_writes_the_expected_sbatch_directives(tmp_path, monkeypatch):
     import submitit
 
+    # submitit refuses to build a SLURM executor where no `srun` is on PATH; this test only
+    # renders the sbatch file (nothing is submitted), so a stand-in lets it run anywhere
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     executor = submitit.AutoExecutor(folder=tmp_path, cluster="slurm")
     options = SlurmConfig(partition="debug", time="00:30:00", mem_gb=2, account="proj42",
                           extra={"exclusive": True, "constraint": "sky lake"},
