@@ -321,8 +321,9 @@ def _manifest(config, chash, maker, started, seconds, model: FloodModel,
         "years": config.years,
         "decision_maker": maker.name,
         "n_households": model.n,
-        # the domain, so that analysis knows the run's actions and their effects
+        # the domain, so that analysis knows the run's actions, their effects and its scale
         "actions": {a: spec.effect for a, spec in model.domain.actions.items()},
+        "pmt_labels": list(model.domain.pmt_labels.labels),
         "n_active_end": int((~model.hh.relocated).sum()),
         "n_agent_rows": rows,
         "config_base_dir": str(config.base_dir),

@@ -4,9 +4,13 @@ Protection Motivation Theory expects a household that appraises the flood threat
 act, and one that appraises it as low not to take drastic, costly measures. A decision is
 *PMT-incoherent* ("irrational") when
 
-* ``threat_label`` is ``H`` or ``VH`` and the action is ``do_nothing`` (high-threat inaction), or
-* ``threat_label`` is ``VL`` or ``L`` and the action is ``elevate_house`` or ``relocate``
+* ``threat_label`` is in the high half of the run's scale (``H`` or ``VH``) and the action has
+  no effect (``do_nothing``: high-threat inaction), or
+* ``threat_label`` is in the low half (``VL`` or ``L``) and the action elevates or relocates
   (low-threat extreme action).
+
+The halves come from the run's own ``pmt_labels`` scale (``config.agent_types.scale_halves``:
+the lower and upper ``n // 2`` labels); actions are judged by their effect, not their id.
 
 The rate is computed separately on *executed* actions (``executed_action``: what the world
 did, after governance and feasibility checks) and on *proposed* actions (``proposed_action``:
@@ -30,11 +34,10 @@ import pandas as pd
 
 from governed_broker.analysis._grouping import as_columns
 from governed_broker.analysis.errors import AnalysisInputError
-from governed_broker.analysis.schema import effects_of
+from governed_broker.analysis.schema import effects_of, labels_of
 from governed_broker.analysis.version import stamp
+from governed_broker.config.agent_types import scale_halves
 
-HIGH_THREAT = frozenset({"H", "VH"})
-LOW_THREAT = frozenset({"VL", "L"})
 #: Effects (not action ids: a domain may rename or add actions) of extreme and of no action.
 EXTREME_EFFECTS = frozenset({"elevate", "relocate"})
 INACTION_EFFECT = "none"
@@ -52,9 +55,10 @@ def incoherent_flags(agents: pd.DataFrame, on: Literal["executed", "proposed"]) 
     action = agents[f"{on}_action"]
     effect = effects_of(agents, f"{on}_action")
     label = agents["threat_label"]
+    low_threat, high_threat = scale_halves(labels_of(agents))
     evaluable = (action.notna() & label.notna()).astype(bool)
-    high = (label.isin(HIGH_THREAT) & (effect == INACTION_EFFECT)).fillna(False).astype(bool)
-    low = (label.isin(LOW_THREAT) & effect.isin(EXTREME_EFFECTS)).fillna(False).astype(bool)
+    high = (label.isin(high_threat) & (effect == INACTION_EFFECT)).fillna(False).astype(bool)
+    low = (label.isin(low_threat) & effect.isin(EXTREME_EFFECTS)).fillna(False).astype(bool)
     return pd.DataFrame(
         {
             "evaluable": evaluable,

@@ -25,6 +25,7 @@ from governed_broker.analysis.schema import (
     AGENT_COLUMNS,
     BOOL,
     DEFAULT_ACTION_EFFECTS,
+    DEFAULT_PMT_LABELS,
     MODEL_COLUMNS,
     NULLABLE_AGENT_COLUMNS,
     STR,
@@ -58,6 +59,8 @@ class RunData:
         decisions: ``decisions.jsonl`` records (None when the run has no broker audit).
         actions: The run's domain, action id -> effect, in the world's order (from the
             manifest; ``schema.DEFAULT_ACTION_EFFECTS`` for runs whose manifest predates it).
+        pmt_labels: The run's appraisal scale, lowest first (from the manifest;
+            ``schema.DEFAULT_PMT_LABELS`` for runs whose manifest predates it).
     """
 
     path: Path
@@ -68,6 +71,7 @@ class RunData:
     config: dict[str, Any] | None = None
     decisions: list[dict[str, Any]] | None = None
     actions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ACTION_EFFECTS))
+    pmt_labels: tuple[str, ...] = DEFAULT_PMT_LABELS
 
 
 @dataclass
@@ -273,8 +277,10 @@ def load_run(path: Path | str) -> RunData:
     config_path = path / CONFIG_FILE
     manifest = _read_json(manifest_path) if manifest_path.is_file() else {}
     actions = domain_actions(manifest, manifest_path)
+    labels = domain_labels(manifest, manifest_path)
     agents = read_agents_table(path / AGENTS_FILE)
     agents.attrs["action_effects"] = actions
+    agents.attrs["pmt_labels"] = labels
     return RunData(
         path=path,
         run_id=path.name,
@@ -284,6 +290,7 @@ def load_run(path: Path | str) -> RunData:
         config=_read_yaml(config_path) if config_path.is_file() else None,
         decisions=read_decisions(decisions_path) if decisions_path.is_file() else None,
         actions=actions,
+        pmt_labels=labels,
     )
 
 
@@ -301,6 +308,21 @@ def domain_actions(manifest: dict[str, Any], source: Path) -> dict[str, str]:
             isinstance(k, str) and isinstance(v, str) for k, v in actions.items()):
         raise AnalysisInputError(f"{source}: 'actions' must map action ids to effects")
     return dict(actions)
+
+
+def domain_labels(manifest: dict[str, Any], source: Path) -> tuple[str, ...]:
+    """A run's appraisal scale (lowest first) from its manifest.
+
+    Manifests record ``pmt_labels`` since the scale could be changed in ``agent_types.yaml``;
+    a run written before used the five-level scale, ``schema.DEFAULT_PMT_LABELS``.
+    """
+    labels = manifest.get("pmt_labels")
+    if labels is None:
+        return DEFAULT_PMT_LABELS
+    if not isinstance(labels, list) or len(labels) < 2 or not all(
+            isinstance(x, str) for x in labels):
+        raise AnalysisInputError(f"{source}: 'pmt_labels' must be a list of label strings")
+    return tuple(labels)
 
 
 #: Columns of ``sweep_runs.csv`` that are bookkeeping, not swept parameters (those that
@@ -322,19 +344,21 @@ def _sweep_parameters(runs: pd.DataFrame) -> list[str]:
     return [c for c in runs.columns if c not in SWEEP_BOOKKEEPING_COLUMNS]
 
 
-def _sweep_actions(sweep_dir: Path, runs: pd.DataFrame) -> dict[str, str]:
-    """The domain of a sweep's runs (from their manifests; one domain for all runs)."""
-    found: dict[str, str] | None = None
+def _sweep_domain(sweep_dir: Path, runs: pd.DataFrame) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The domain (actions and appraisal scale) of a sweep's runs, from their manifests; all runs
+    must share it."""
+    found: tuple[dict[str, str], tuple[str, ...]] | None = None
     for run_dir in runs.get("run_dir", pd.Series(dtype=str)).dropna().astype(str):
         manifest_path = sweep_dir / run_dir / MANIFEST_FILE  # an absolute run_dir stays so
         if not manifest_path.is_file():
             continue
-        actions = domain_actions(_read_json(manifest_path), manifest_path)
-        if found is not None and actions != found:
+        manifest = _read_json(manifest_path)
+        domain = (domain_actions(manifest, manifest_path), domain_labels(manifest, manifest_path))
+        if found is not None and domain != found:
             raise AnalysisInputError(f"{manifest_path}: the runs of this sweep have different "
-                                     "action domains; analyse them separately")
-        found = actions
-    return found if found is not None else dict(DEFAULT_ACTION_EFFECTS)
+                                     "domains (actions or pmt_labels); analyse them separately")
+        found = domain
+    return found if found is not None else (dict(DEFAULT_ACTION_EFFECTS), DEFAULT_PMT_LABELS)
 
 
 def load_sweep(path: Path | str, completed_only: bool = True) -> SweepData:
@@ -393,7 +417,7 @@ def load_sweep(path: Path | str, completed_only: bool = True) -> SweepData:
         runs = runs[ok].reset_index(drop=True)
         agents = agents[agents["run_id"].isin(runs["run_id"])].reset_index(drop=True)
         model = model[model["run_id"].isin(runs["run_id"])].reset_index(drop=True)
-    agents.attrs["action_effects"] = _sweep_actions(path, runs)
+    agents.attrs["action_effects"], agents.attrs["pmt_labels"] = _sweep_domain(path, runs)
     return SweepData(path=path, runs=runs, agents=agents, model=model, parameters=parameters)
 
 

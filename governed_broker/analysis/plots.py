@@ -14,13 +14,14 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from governed_broker.analysis.governance import STATUSES
-from governed_broker.analysis.schema import PMT_LABELS
+from governed_broker.analysis.schema import labels_of
 
 STATE_COLOURS = {
     "share_no_measure": ("none", "#d9d9d9"),
@@ -31,7 +32,6 @@ STATE_COLOURS = {
 }
 _LABEL_HEX = ["#2c7bb6", "#abd9e9", "#ffffbf", "#fdae61", "#d7191c"]
 _STATUS_HEX = ["#999999", "#1a9850", "#91cf60", "#d73027", "#fc8d59"]
-LABEL_COLOURS = dict(zip(PMT_LABELS, _LABEL_HEX, strict=True))
 STATUS_COLOURS = dict(zip(STATUSES, _STATUS_HEX, strict=True))
 
 
@@ -94,8 +94,20 @@ def plot_losses(losses: pd.DataFrame, title: str = "Losses and spending by year"
     return fig
 
 
+def label_colours(labels: tuple[str, ...]) -> dict[str, str]:
+    """A diverging colour per label, low (blue) to high (red); the five-level scale keeps the
+    ColorBrewer RdYlBu colours of ``_LABEL_HEX``, other lengths sample the same colour map."""
+    if len(labels) == len(_LABEL_HEX):
+        return dict(zip(labels, _LABEL_HEX, strict=True))
+    cmap = matplotlib.colormaps["RdYlBu_r"]
+    return {x: matplotlib.colors.to_hex(cmap(i / (len(labels) - 1))) for i, x in enumerate(labels)}
+
+
 def plot_label_distribution(agents: pd.DataFrame, title: str = "PMT appraisals") -> Figure:
-    """Shares of threat (TP) and coping (CP) labels by year, stacked VL..VH."""
+    """Shares of threat (TP) and coping (CP) labels by year, stacked from the lowest label of the
+    run's scale to the highest."""
+    labels = labels_of(agents)
+    colours = label_colours(labels)
     fig = new_figure((10, 3.8))
     axes = fig.subplots(1, 2, sharey=True)
     panels = (("threat_label", "threat (TP)"), ("coping_label", "coping (CP)"))
@@ -106,11 +118,11 @@ def plot_label_distribution(agents: pd.DataFrame, title: str = "PMT appraisals")
             ax.set_title(name)
             continue
         shares = pd.crosstab(labelled["year"], labelled[column], normalize="index")
-        shares = shares.reindex(columns=list(PMT_LABELS), fill_value=0.0)
+        shares = shares.reindex(columns=list(labels), fill_value=0.0)
         bottom = np.zeros(len(shares))
-        for label in PMT_LABELS:
+        for label in labels:
             ax.bar(shares.index, shares[label], bottom=bottom, label=label,
-                   color=LABEL_COLOURS[label], edgecolor="white", linewidth=0.5)
+                   color=colours[label], edgecolor="white", linewidth=0.5)
             bottom += shares[label].to_numpy()
         ax.set(title=name, xlabel="year")
         ax.set_xticks(shares.index)

@@ -26,8 +26,11 @@ DEFAULT_ACTION_EFFECTS: dict[str, str] = {
 #: The default action set (entropy of tables without a run's domain).
 ACTIONS: tuple[str, ...] = tuple(DEFAULT_ACTION_EFFECTS)
 
-#: Five-level PMT appraisal labels, lowest first.
-PMT_LABELS: tuple[str, ...] = ("VL", "L", "M", "H", "VH")
+#: The appraisal scale of the repository's ``agent_types.yaml`` (lowest first). A run's own
+#: scale comes from its ``manifest.json`` (``pmt_labels``); this one is used only for runs
+#: written before manifests recorded it (those could not change the scale) and for tables
+#: built by hand.
+DEFAULT_PMT_LABELS: tuple[str, ...] = ("VL", "L", "M", "H", "VH")
 
 BOOL, INT, FLOAT, STR = "boolean", "Int64", "float64", "str"
 _DTYPES = {"bool": BOOL, "int": INT, "float": FLOAT, "str": STR}
@@ -74,3 +77,12 @@ def effects_of(agents: pd.DataFrame, column: str) -> pd.Series:
             f"{column}: action {unknown[0]!r} is not in the run's domain {sorted(effects)}; "
             "load the run with load_run, which reads its domain from manifest.json")
     return actions.map(effects)
+
+
+def labels_of(agents: pd.DataFrame) -> tuple[str, ...]:
+    """The appraisal scale of a table's run, lowest first.
+
+    ``load_run`` / ``load_sweep`` put it in ``agents.attrs["pmt_labels"]`` from the manifest;
+    a table without it (built by hand) is read on ``DEFAULT_PMT_LABELS``.
+    """
+    return tuple(agents.attrs.get("pmt_labels") or DEFAULT_PMT_LABELS)

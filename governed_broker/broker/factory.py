@@ -77,7 +77,8 @@ def build_decision_maker(
         raise ConfigError("decision.maker 'llm' needs an 'llm:' section in the experiment")
     run_dir = Path(run_dir)
     registry, rules = governance_rules(experiment)
-    ruleset = RuleSet(rules, config.governance.profile, registry)
+    scale = experiment.domain.pmt_labels
+    ruleset = RuleSet(rules, config.governance.profile, registry, scale.labels)
     if backend is None:
         from governed_broker.llm import backend_from_config
 
@@ -91,6 +92,7 @@ def build_decision_maker(
     context = ContextBuilder.from_dir(
         prompts_dir,
         registry.descriptions(),
+        scale,
         token_budget=ctx.token_budget,
         max_memories=ctx.max_memories,
         max_reason_chars=ctx.max_reason_chars,

@@ -182,6 +182,7 @@ class GovernedBroker:
             result = parse_decision(
                 response.text,
                 self.registry.ids,
+                self.context.scale,
                 self.context.max_reason_chars,
                 response.parsed if isinstance(response.parsed, dict) else None,
             )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,14 +131,18 @@ class RuleSet:
         rules: The validated ``governance:`` section.
         profile: ``strict``, ``relaxed`` or ``disabled``.
         registry: The skill registry (rules may only name its actions).
+        labels: The appraisal scale, lowest first (``pmt_labels.labels`` of the domain; the
+            dead-zone check runs over every pair of its labels).
 
     Raises:
         ConfigError: A rule names an unknown action or state field, or (with
             ``dead_zone_check: error``) the table has a dead zone under ``profile``.
     """
 
-    def __init__(self, rules: GovernanceRules, profile: str, registry: SkillRegistry) -> None:
+    def __init__(self, rules: GovernanceRules, profile: str, registry: SkillRegistry,
+                 labels: Sequence[str]) -> None:
         self.profile = profile
+        self.labels = tuple(labels)
         try:
             rules.check_actions(registry.ids)
         except ValueError as exc:
@@ -166,7 +170,8 @@ class RuleSet:
     def _check_dead_zones(self, rules: GovernanceRules, registry: SkillRegistry) -> None:
         if rules.dead_zone_check == "off":
             return
-        zones = [z for z in rules.dead_zones(registry.actions_by_tenure()) if z[0] == self.profile]
+        zones = [z for z in rules.dead_zones(registry.actions_by_tenure(), self.labels)
+                 if z[0] == self.profile]
         if not zones:
             return
         listed = "; ".join(

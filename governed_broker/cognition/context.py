@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES, TemplateSet, load_templates
 from governed_broker.cognition.schema import decision_json_schema
+from governed_broker.config.agent_types import PMTLabels
 from governed_broker.config.base import ConfigError
 from governed_broker.contracts.decision import HouseholdSituation
 
@@ -112,6 +113,8 @@ class ContextBuilder:
     Args:
         templates: The ``household.yaml`` templates.
         action_descriptions: One-sentence description of every action id (skill registry).
+        scale: The domain's appraisal scale (``pmt_labels``): the system message's
+            ``$pmt_scale`` and ``$pmt_labels`` and the reply schema's label enum.
         token_budget: Largest prompt, in estimated tokens; larger raises ``ContextBudgetError``.
         max_memories: Most memories shown.
         max_reason_chars: Longest reason allowed by the reply schema.
@@ -122,6 +125,7 @@ class ContextBuilder:
         self,
         templates: TemplateSet,
         action_descriptions: Mapping[str, str],
+        scale: PMTLabels,
         token_budget: int = 3000,
         max_memories: int = 10,
         max_reason_chars: int = 200,
@@ -129,6 +133,10 @@ class ContextBuilder:
     ) -> None:
         self.templates = templates
         self.action_descriptions = dict(action_descriptions)
+        self.scale = scale
+        self.system = templates.render(
+            "system", pmt_scale=scale.prompt_scale(), pmt_labels=scale.choices()
+        )
         self.token_budget = token_budget
         self.max_memories = max_memories
         self.max_reason_chars = max_reason_chars
@@ -137,7 +145,8 @@ class ContextBuilder:
 
     @classmethod
     def from_dir(
-        cls, prompts_dir: Path, action_descriptions: Mapping[str, str], **kwargs: Any
+        cls, prompts_dir: Path, action_descriptions: Mapping[str, str], scale: PMTLabels,
+        **kwargs: Any,
     ) -> ContextBuilder:
         """Load ``<prompts_dir>/household.yaml`` and build a context builder."""
         templates = load_templates(
@@ -145,7 +154,7 @@ class ContextBuilder:
             HOUSEHOLD_TEMPLATES,
             extra_keys=frozenset({"trust_words"}),
         )
-        return cls(templates, action_descriptions, **kwargs)
+        return cls(templates, action_descriptions, scale, **kwargs)
 
     @staticmethod
     def _check_trust_words(templates: TemplateSet) -> list[tuple[float, str]]:
@@ -203,10 +212,12 @@ class ContextBuilder:
         ]
         user = "\n\n".join(s for s in sections if s)
         messages = (
-            {"role": "system", "content": self.templates.text("system")},
+            {"role": "system", "content": self.system},
             {"role": "user", "content": user},
         )
-        schema = decision_json_schema(situation.allowed_actions, self.max_reason_chars)
+        schema = decision_json_schema(
+            situation.allowed_actions, self.scale.labels, self.max_reason_chars
+        )
         chars = sum(len(m["content"]) for m in messages) + len(json.dumps(schema))
         tokens = math.ceil(chars / CHARS_PER_TOKEN)
         if tokens > self.token_budget:

@@ -19,7 +19,7 @@ from governed_broker.config.yamlsafe import read_yaml
 
 #: Placeholders each key of ``household.yaml`` may use.
 HOUSEHOLD_TEMPLATES: dict[str, frozenset[str]] = {
-    "system": frozenset(),
+    "system": frozenset({"pmt_scale", "pmt_labels"}),
     "identity_owner": frozenset({"flood_zone", "flood_chance", "income"}),
     "identity_renter": frozenset({"flood_zone", "flood_chance", "income"}),
     "memories_header": frozenset(),

@@ -18,26 +18,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from governed_broker.cognition.schema import DecisionReply
-from governed_broker.config.broker import PMT_LABELS
+from governed_broker.config.agent_types import PMTLabels
 from governed_broker.contracts.text import clean_json_strings, loads_bounded
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
-#: Words small models use for the five labels.
-_LABEL_WORDS = {
-    "very low": "VL",
-    "very_low": "VL",
-    "verylow": "VL",
-    "low": "L",
-    "medium": "M",
-    "moderate": "M",
-    "mid": "M",
-    "high": "H",
-    "very high": "VH",
-    "very_high": "VH",
-    "veryhigh": "VH",
-}
 _APPRAISALS = ("threat_appraisal", "coping_appraisal")
 _FIELDS = (*_APPRAISALS, "decision", "reason")
 
@@ -103,30 +89,28 @@ def extract_json_object(text: str) -> tuple[dict[str, Any] | None, list[str], st
     return obj, repairs + cleaned, None
 
 
-def _normalise_label(value: Any, field: str, repairs: list[str]) -> Any:
+def _normalise_label(value: Any, field: str, repairs: list[str], scale: PMTLabels) -> Any:
     if not isinstance(value, str):
         return value
     text = value.strip()
-    if text in PMT_LABELS:
+    if text in scale.labels:
         return text
-    if text.upper() in PMT_LABELS:
-        repairs.append(f"{field} label {value!r} read as {text.upper()}")
-        return text.upper()
-    word = re.sub(r"[\s\-]+", " ", text.lower())
-    if word in _LABEL_WORDS:
-        repairs.append(f"{field} label {value!r} read as {_LABEL_WORDS[word]}")
-        return _LABEL_WORDS[word]
+    label = text.upper() if text.upper() in scale.labels else scale.read_word(text)
+    if label is not None:
+        repairs.append(f"{field} label {value!r} read as {label}")
+        return label
     return value
 
 
-def _normalise_appraisal(obj: dict[str, Any], field: str, repairs: list[str]) -> None:
+def _normalise_appraisal(obj: dict[str, Any], field: str, repairs: list[str],
+                         scale: PMTLabels) -> None:
     value = obj.get(field)
     if isinstance(value, str):
         repairs.append(f"{field} given as a bare label {value!r}; reason left empty")
         value = {"label": value, "reason": ""}
     if isinstance(value, dict):
         value = dict(value)
-        value["label"] = _normalise_label(value.get("label"), field, repairs)
+        value["label"] = _normalise_label(value.get("label"), field, repairs, scale)
         obj[field] = value
 
 
@@ -161,6 +145,7 @@ def _validation_message(exc: ValidationError) -> str:
 def parse_decision(
     text: str,
     known_actions: Collection[str],
+    scale: PMTLabels,
     max_reason_chars: int = 200,
     parsed: Mapping[str, Any] | None = None,
 ) -> ParseResult:
@@ -170,6 +155,8 @@ def parse_decision(
         text: The raw reply.
         known_actions: Action ids of the skill registry; a decision outside them is an error
             (whether this household may take it is the rules' business, not the parser's).
+        scale: The domain's appraisal scale; labels off it are errors, and its words (``high``,
+            ``very-low``) are read as its labels (a recorded repair).
         max_reason_chars: Longer reasons are truncated (a recorded repair).
         parsed: The backend's own parse of ``text`` (used when it is a JSON object).
 
@@ -197,11 +184,11 @@ def parse_decision(
         repairs.append("missing reason left empty")
         obj["reason"] = ""
     for field in _APPRAISALS:
-        _normalise_appraisal(obj, field, repairs)
+        _normalise_appraisal(obj, field, repairs, scale)
     obj["decision"] = _normalise_action(obj["decision"], known_actions, repairs)
     _truncate_reasons(obj, max_reason_chars, repairs)
     try:
-        reply = DecisionReply.model_validate(obj)
+        reply = DecisionReply.model_validate(obj, context={"labels": scale.labels})
     except ValidationError as exc:
         return ParseResult(None, tuple(repairs), _validation_message(exc), raw)
     if reply.decision not in known_actions:

@@ -18,18 +18,36 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
-from governed_broker.config.broker import PMT_LABELS, PMTLabel
+
+def _listing(labels: Sequence[str]) -> str:
+    quoted = [repr(x) for x in labels]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 class Appraisal(BaseModel):
-    """One PMT appraisal: a five-level label and a short reason."""
+    """One PMT appraisal: a label of the domain's scale and a short reason.
+
+    Validate with ``context={"labels": [...]}`` (the ``pmt_labels`` scale) to check the label;
+    without it only a non-empty string is required.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    label: PMTLabel
+    label: str = Field(min_length=1)
     reason: str = ""
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _on_scale(cls, value: Any, info: ValidationInfo) -> Any:
+        labels = (info.context or {}).get("labels")
+        if labels is not None and value not in labels:
+            # the message a Literal gives, so that feedback reads the same whatever the scale
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": _listing(labels)})
+        return value
 
 
 class DecisionReply(BaseModel):
@@ -47,11 +65,11 @@ class DecisionReply(BaseModel):
         return self.model_dump(mode="json")
 
 
-def _appraisal_schema(max_reason_chars: int) -> dict[str, Any]:
+def _appraisal_schema(labels: Sequence[str], max_reason_chars: int) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "label": {"type": "string", "enum": list(PMT_LABELS)},
+            "label": {"type": "string", "enum": list(labels)},
             "reason": {"type": "string", "maxLength": max_reason_chars},
         },
         "required": ["label", "reason"],
@@ -60,13 +78,14 @@ def _appraisal_schema(max_reason_chars: int) -> dict[str, Any]:
 
 
 def decision_json_schema(
-    allowed_actions: Sequence[str], max_reason_chars: int = 200
+    allowed_actions: Sequence[str], labels: Sequence[str], max_reason_chars: int = 200
 ) -> dict[str, Any]:
     """JSON schema of the decision reply for one household.
 
     Args:
         allowed_actions: The action ids this household may choose this year (the enum of
             ``decision``), in prompt order.
+        labels: The appraisal scale (``pmt_labels.labels``), the enum of each ``label``.
         max_reason_chars: Longest reason string (``maxLength``).
 
     Returns:
@@ -77,8 +96,8 @@ def decision_json_schema(
     return {
         "type": "object",
         "properties": {
-            "threat_appraisal": _appraisal_schema(max_reason_chars),
-            "coping_appraisal": _appraisal_schema(max_reason_chars),
+            "threat_appraisal": _appraisal_schema(labels, max_reason_chars),
+            "coping_appraisal": _appraisal_schema(labels, max_reason_chars),
             "decision": {"type": "string", "enum": list(allowed_actions)},
             "reason": {"type": "string", "maxLength": max_reason_chars},
         },

@@ -8,8 +8,9 @@ sections are validated by the models their packages define (``config.memory.Memo
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
@@ -50,15 +51,48 @@ class ActionSpec(StrictModel):
         return name
 
 
-class PMTLabels(StrictModel):
-    """Maps continuous appraisals (0..1) to labels.
+#: A label as it appears in prompts, replies, rules and tables: short, no spaces or ``|``.
+_LABEL_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]{0,15}$"
 
-    ``thresholds`` are the exclusive upper bounds of all labels but the last, strictly
-    increasing inside (0, 1); ``labels`` has one more entry than ``thresholds``.
+
+def _word_key(text: str) -> str:
+    """How a written label word is compared: case, spaces, hyphens and underscores ignored."""
+    return re.sub(r"[\s\-_]+", "", text.lower())
+
+
+def scale_halves(labels: Sequence[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """The low and the high labels of an ordered appraisal scale.
+
+    The lower ``n // 2`` labels are low and the upper ``n // 2`` are high; with an odd number
+    of labels the middle one is neither (on ``VL L M H VH``: low ``VL, L``, high ``H, VH``).
+    Analysis (PMT coherence) and the validity checks judge labels by these halves, so a
+    domain with another scale needs no code.
+    """
+    half = len(labels) // 2
+    return frozenset(labels[:half]), frozenset(labels[len(labels) - half:])
+
+
+class PMTLabels(StrictModel):
+    """The appraisal scale: its labels, what they mean, and how scores map onto them.
+
+    Every part of a run reads the scale from here: the reply schema and the prompt's scale
+    line (``$pmt_scale``, ``$pmt_labels`` in ``household.yaml``), the tolerant reply parser,
+    the governance rules' ``threat``/``coping`` tests, the baseline's score -> label map and
+    the analysis (through the run's manifest).
+
+    Attributes:
+        thresholds: Exclusive upper bounds (scores 0..1) of all labels but the last, strictly
+            increasing inside (0, 1) (the baseline decision maker's map).
+        labels: The labels, lowest first; one more than ``thresholds``.
+        words: For every label, the words it stands for. The first is what the prompt says it
+            means (``VL = very low``); any of them written instead of the label by a model is
+            read as the label and recorded as a repair (case, spaces, hyphens and underscores
+            do not matter).
     """
 
     thresholds: list[float] = Field(min_length=1)
-    labels: list[str] = ["VL", "L", "M", "H", "VH"]
+    labels: list[Annotated[str, Field(pattern=_LABEL_PATTERN)]] = Field(min_length=2)
+    words: dict[str, list[Annotated[str, Field(min_length=1, max_length=40)]]]
 
     @model_validator(mode="after")
     def _consistent(self) -> PMTLabels:
@@ -70,7 +104,25 @@ class PMTLabels(StrictModel):
             raise ValueError(
                 f"labels needs len(thresholds)+1 = {len(t) + 1} entries, got {len(self.labels)}"
             )
+        if len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"labels must be distinct, got {excerpt(str(self.labels))}")
+        self._check_words()
         return self
+
+    def _check_words(self) -> None:
+        if set(self.words) != set(self.labels):
+            missing = [x for x in self.labels if x not in self.words]
+            extra = [x for x in self.words if x not in self.labels]
+            raise ValueError(f"words needs one entry per label; missing {missing}, "
+                             f"not a label {extra}")
+        seen: dict[str, str] = {}
+        for label in self.labels:
+            if not self.words[label]:
+                raise ValueError(f"words.{label} needs at least one word")
+            for word in self.words[label]:
+                other = seen.setdefault(_word_key(word), label)
+                if other != label:
+                    raise ValueError(f"the word {word!r} stands for both {other} and {label}")
 
     def label(self, score: float) -> str:
         """The label of one score."""
@@ -80,6 +132,22 @@ class PMTLabels(StrictModel):
         """Labels for an array of scores (vectorised)."""
         idx = np.searchsorted(np.asarray(self.thresholds), np.asarray(scores), side="right")
         return np.asarray(self.labels, dtype=object)[idx]
+
+    def prompt_scale(self) -> str:
+        """The scale as the prompt states it: ``VL = very low, L = low, ...``."""
+        return ", ".join(f"{label} = {self.words[label][0]}" for label in self.labels)
+
+    def choices(self) -> str:
+        """The labels as the reply format lists them: ``VL|L|M|H|VH``."""
+        return "|".join(self.labels)
+
+    def read_word(self, text: str) -> str | None:
+        """The label a written word stands for (``"Very High"`` -> ``VH``), else None."""
+        key = _word_key(text)
+        for label in self.labels:
+            if any(_word_key(w) == key for w in self.words[label]):
+                return label
+        return None
 
 
 def _validate_with(module: str, cls_name: str, value: Any) -> Any:
@@ -130,6 +198,19 @@ class AgentTypesConfig(StrictModel):
                 f"the default action '{defaults[0]}' must have effect '{NO_EFFECT}' and be open to "
                 "owners and renters (it is what infeasible decisions fall back to)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _rule_labels_on_scale(self) -> AgentTypesConfig:
+        rules = getattr(self.governance, "rules", None) or []  # a dict until validated
+        for rule in rules:
+            for part in ("threat", "coping"):
+                off = [x for x in getattr(rule.when, part) or [] if x not in self.pmt_labels.labels]
+                if off:
+                    raise ValueError(
+                        f"governance rule {rule.id!r}: when.{part} label(s) {excerpt(', '.join(off))} "
+                        f"are not on the pmt_labels scale {self.pmt_labels.labels}"
+                    )
         return self
 
     @property

@@ -155,9 +155,6 @@ class RAGConfig(StrictModel):
 # The ``governance:`` section of agent_types.yaml: PMT coherence, identity and affordability
 # rules as data. Evaluated by ``governed_broker.broker.rules.RuleSet``.
 
-#: The five-level appraisal scale of the response schema (SPEC 4).
-PMT_LABELS: tuple[str, ...] = ("VL", "L", "M", "H", "VH")
-PMTLabel = Literal["VL", "L", "M", "H", "VH"]
 Severity = Literal["ERROR", "WARNING", "off"]
 PROFILES: tuple[str, ...] = ("strict", "relaxed", "disabled")
 
@@ -203,15 +200,16 @@ class RuleCondition(StrictModel):
     """When a rule fires; all given parts must hold (AND).
 
     Attributes:
-        threat: The proposal's threat label is one of these.
+        threat: The proposal's threat label is one of these (labels of the domain's
+            ``pmt_labels`` scale; ``AgentTypesConfig`` checks them).
         coping: The proposal's coping label is one of these.
         state: Tests on ``HouseholdSituation`` fields (``elevated: true``,
             ``tenure: [renter]``, ``neighbour_shares.elevated: {gt: 0.5}``).
         affordable: The proposed action's affordability (``false``: the household cannot pay).
     """
 
-    threat: list[PMTLabel] | None = None
-    coping: list[PMTLabel] | None = None
+    threat: list[str] | None = None
+    coping: list[str] | None = None
     state: dict[str, StateTest] = {}
     affordable: bool | None = None
 
@@ -319,7 +317,7 @@ class GovernanceRules(StrictModel):
                 )
 
     def dead_zones(
-        self, actions_by_tenure: Mapping[str, Sequence[str]]
+        self, actions_by_tenure: Mapping[str, Sequence[str]], labels: Sequence[str]
     ) -> list[tuple[str, str, str, str, list[str]]]:
         """Label combinations under which ERROR thinking rules leave at most one action.
 
@@ -329,6 +327,7 @@ class GovernanceRules(StrictModel):
         Args:
             actions_by_tenure: The actions each tenure may take, e.g.
                 ``{"owner": [...4 actions], "renter": [...3 actions]}``.
+            labels: The appraisal scale (``pmt_labels.labels``).
 
         Returns:
             ``(profile, tenure, threat, coping, open_actions)`` for every dead zone.
@@ -336,8 +335,8 @@ class GovernanceRules(StrictModel):
         zones = []
         for profile in PROFILES:
             for tenure, actions in sorted(actions_by_tenure.items()):
-                for threat in PMT_LABELS:
-                    for coping in PMT_LABELS:
+                for threat in labels:
+                    for coping in labels:
                         blocked = self._blocked(profile, threat, coping)
                         open_actions = [a for a in actions if a not in blocked]
                         if len(open_actions) <= 1:

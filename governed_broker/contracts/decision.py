@@ -89,8 +89,9 @@ class Decision:
             proposal; ``None`` when nothing could be parsed).
         action: The action to execute (approved, or the default action after rejection).
         status: One of ``DECISION_STATUSES``.
-        threat_label: Threat appraisal VL/L/M/H/VH (None if the maker does not produce one).
-        coping_label: Coping appraisal VL/L/M/H/VH (None if not produced).
+        threat_label: Threat appraisal, a label of the domain's ``pmt_labels`` scale (None if
+            the maker does not produce one).
+        coping_label: Coping appraisal on the same scale (None if not produced).
         retries: Number of re-asks after the first attempt (0 for the baseline).
         reason: Short free-text reason.
         decision_maker: Name of the maker, e.g. ``"baseline"`` or ``"llm:embedded/qwen..."``.

@@ -82,8 +82,9 @@ def run_example(repo_root: Path) -> tuple[Decision, list[LLMRequest]]:
         {k: v.model_dump() for k, v in domain.actions.items()})
     backend = ScriptedBackend([(r"cannot be accepted", SECOND_REPLY), (r".", FIRST_REPLY)],
                               name="example")
-    context = ContextBuilder.from_dir(repo_root / "configs" / "prompts", registry.descriptions())
-    rules = RuleSet(domain.governance, "strict", registry)
+    context = ContextBuilder.from_dir(repo_root / "configs" / "prompts", registry.descriptions(),
+                                      domain.pmt_labels)
+    rules = RuleSet(domain.governance, "strict", registry, domain.pmt_labels.labels)
     broker = GovernedBroker(backend, context, registry, rules, GovernanceConfig(profile="strict"),
                             seed=42, run_id="example-seed42")
     try:

@@ -7,8 +7,9 @@ import math
 import pytest
 from analysis_helpers import make_agents
 
-from governed_broker.analysis.behaviour import irrational_behaviour_rate
+from governed_broker.analysis.behaviour import incoherent_flags, irrational_behaviour_rate
 from governed_broker.analysis.errors import AnalysisInputError
+from governed_broker.config.agent_types import scale_halves
 
 
 def _table():
@@ -108,3 +109,29 @@ def test_audit_missing_a_decision_is_an_error():
             agents, on="proposed",
             decisions=[{"year": 1, "agent_id": 1, "attempts": [_attempt("M", "do_nothing")]}],
         )
+
+
+def test_high_and_low_threat_follow_the_runs_scale():
+    """On a four-level scale the halves are its lower and upper two labels (no middle)."""
+    agents = make_agents([
+        {"year": 1, "agent_id": 1, "threat_label": "HIGH", "proposed_action": "do_nothing",
+         "executed_action": "do_nothing"},
+        {"year": 1, "agent_id": 2, "threat_label": "LOW", "proposed_action": "relocate",
+         "executed_action": "relocate"},
+        {"year": 1, "agent_id": 3, "threat_label": "H", "proposed_action": "do_nothing",
+         "executed_action": "do_nothing"},  # not on this scale: never incoherent
+    ])
+    agents.attrs["pmt_labels"] = ("NONE", "LOW", "HIGH", "EXTREME")
+    flags = incoherent_flags(agents, "executed")
+    assert flags["high_threat_inaction"].tolist() == [True, False, False]
+    assert flags["low_threat_extreme"].tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize(("labels", "low", "high"), [
+    (("VL", "L", "M", "H", "VH"), {"VL", "L"}, {"H", "VH"}),
+    (("A", "B", "C", "D"), {"A", "B"}, {"C", "D"}),
+    (("LOW", "HIGH"), {"LOW"}, {"HIGH"}),
+    (("A", "B", "C"), {"A"}, {"C"}),
+])
+def test_scale_halves(labels, low, high):
+    assert scale_halves(labels) == (low, high)

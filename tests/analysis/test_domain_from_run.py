@@ -51,3 +51,66 @@ def test_renamed_and_fifth_action_run_through_analysis_and_report(experiments, t
 
     report = write_report(out, tmp_path / "report.html")
     assert report.is_file() and "<img" in report.read_text()
+
+
+#: A four-level scale in place of VL..VH; the rules' label tests are mapped onto it.
+SCALE = {"thresholds": [0.25, 0.5, 0.75], "labels": ["NONE", "LOW", "HIGH", "EXTREME"],
+         "words": {"NONE": ["none", "negligible"], "LOW": ["low"], "HIGH": ["high"],
+                   "EXTREME": ["extreme", "severe"]}}
+_ONTO = {"VL": "NONE", "L": "LOW", "M": "HIGH", "H": "HIGH", "VH": "EXTREME"}
+
+
+def _appraisal(label: str, coping: str, action: str) -> dict:
+    return {"threat_appraisal": {"label": label, "reason": "scripted"},
+            "coping_appraisal": {"label": coping, "reason": "scripted"},
+            "decision": action, "reason": "scripted"}
+
+
+def _scale_copy(repo_root, tmp_path):
+    data = yaml.safe_load((repo_root / "agent_types.yaml").read_text())
+    data["pmt_labels"] = SCALE
+    for rule in data["governance"]["rules"]:
+        for part in ("threat", "coping"):
+            if part in rule["when"]:
+                rule["when"][part] = list(dict.fromkeys(_ONTO[x] for x in rule["when"][part]))
+    path = tmp_path / "agent_types_scale.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    script = tmp_path / "script.yaml"  # "severe" is a word of EXTREME: a recorded repair
+    script.write_text(yaml.safe_dump([
+        {"pattern": "cannot be accepted", "reply": _appraisal("HIGH", "HIGH", "buy_insurance")},
+        {"pattern": "flooded", "reply": _appraisal("severe", "HIGH", "do_nothing")},
+        {"pattern": ".", "reply": _appraisal("NONE", "LOW", "do_nothing")},
+    ]))
+    return path, script
+
+
+def test_another_appraisal_scale_drives_schema_rules_and_analysis(experiments, tmp_path,
+                                                                   repo_root) -> None:
+    domain, script = _scale_copy(repo_root, tmp_path)
+    data = experiments.data()
+    data["agent_types"] = str(domain)
+    llm = {"backend": "scripted", "model": "scale", "script": str(script),
+           "cache": {"mode": "off"}}
+    config = experiments.config(["years=3", "population.size=6", "decision.maker=llm",
+                                 f"llm={json.dumps(llm)}",
+                                 "hazard.zones.high.annual_probability=0.9"], data=data)
+    out = run_experiment(config, tmp_path / "run", progress=False).out_dir
+    assert json.loads((out / "manifest.json").read_text())["pmt_labels"] == SCALE["labels"]
+
+    records = [json.loads(x) for x in (out / "decisions.jsonl").read_text().splitlines()]
+    flooded = [r for r in records if r["attempts"][0]["parsed"]["threat_appraisal"]["label"]
+               == "EXTREME"]
+    assert flooded, "no household was flooded; the test needs one"
+    first = flooded[0]["attempts"][0]
+    assert any("read as EXTREME" in x for x in first["repairs"])
+    fired = next(r for r in first["rules"] if r["id"] == "very_high_threat_inaction")
+    assert fired["fired"] and fired["severity"] == "ERROR"
+    assert flooded[0]["status"] == "retry_approved"
+    assert flooded[0]["executed_action"] == "buy_insurance"
+
+    run = load_run(out)
+    assert run.pmt_labels == tuple(SCALE["labels"])
+    assert set(run.agents["threat_label"].dropna()) <= set(SCALE["labels"])
+    summarise_run(run)
+    report = write_report(out, tmp_path / "report.html")
+    assert report.is_file() and "<img" in report.read_text()

@@ -13,6 +13,7 @@ from governed_broker.broker.governed import GovernedBroker
 from governed_broker.broker.rules import RuleSet
 from governed_broker.broker.skills import SkillRegistry
 from governed_broker.cognition.context import ContextBuilder
+from governed_broker.config.agent_types import PMTLabels
 from governed_broker.config.broker import GovernanceConfig, GovernanceRules
 from governed_broker.contracts.decision import HouseholdSituation
 from governed_broker.llm.scripted import ScriptedBackend
@@ -20,6 +21,8 @@ from governed_broker.llm.scripted import ScriptedBackend
 REPO = Path(__file__).resolve().parents[2]
 AGENT_TYPES = yaml.safe_load((REPO / "agent_types.yaml").read_text())
 PROMPTS = REPO / "configs" / "prompts"
+#: The repository's appraisal scale (``pmt_labels``).
+SCALE = PMTLabels.model_validate(AGENT_TYPES["pmt_labels"])
 OWNER_ACTIONS = ("do_nothing", "buy_insurance", "elevate_house", "relocate")
 RENTER_ACTIONS = ("do_nothing", "buy_insurance", "relocate")
 
@@ -76,9 +79,10 @@ def make_broker(
         backend.max_concurrency = concurrency
     reg = registry()
     gov = GovernanceConfig(profile=profile, **governance)
-    context = ContextBuilder.from_dir(PROMPTS, reg.descriptions())
+    context = ContextBuilder.from_dir(PROMPTS, reg.descriptions(), SCALE)
     broker = GovernedBroker(
-        backend, context, reg, RuleSet(governance_rules(), profile, reg), gov, seed=seed,
+        backend, context, reg, RuleSet(governance_rules(), profile, reg, SCALE.labels), gov,
+        seed=seed,
         run_id="test-run", audit_path=(tmp_path / "decisions.jsonl") if tmp_path else None,
     )
     return broker, backend

@@ -7,6 +7,7 @@ from pathlib import Path
 from broker_helpers import (
     FIRST,
     PROMPTS,
+    SCALE,
     governance_rules,
     make_situation,
     read_jsonl,
@@ -28,9 +29,9 @@ def test_retrieval_account_is_audited(tmp_path: Path) -> None:
     backend = ScriptedBackend([(FIRST, reply("H", "M", "buy_insurance"))], name="kb")
     kb = KnowledgeBase.from_config(RAGConfig(enabled=True, knowledge_dir=KNOWLEDGE))
     reg = registry()
-    context = ContextBuilder.from_dir(PROMPTS, reg.descriptions(), knowledge=kb)
+    context = ContextBuilder.from_dir(PROMPTS, reg.descriptions(), SCALE, knowledge=kb)
     broker = GovernedBroker(
-        backend, context, reg, RuleSet(governance_rules(), "strict", reg),
+        backend, context, reg, RuleSet(governance_rules(), "strict", reg, SCALE.labels),
         GovernanceConfig(), seed=3, run_id="kb-run", audit_path=tmp_path / "decisions.jsonl")
     try:
         # flooded and uninsured: touches the insurance topic

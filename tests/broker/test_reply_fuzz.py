@@ -13,7 +13,7 @@ import json
 import random
 from pathlib import Path
 
-from broker_helpers import OWNER_ACTIONS, make_broker, make_situation, reply
+from broker_helpers import OWNER_ACTIONS, SCALE, make_broker, make_situation, reply
 
 from governed_broker.cognition.repair import parse_decision
 from governed_broker.llm.cache import ResponseCache
@@ -127,11 +127,11 @@ def test_ten_thousand_fuzzed_replies_never_crash_and_replay_from_cache(tmp_path)
 
 def test_a_lone_surrogate_escape_is_cleaned_and_recorded() -> None:
     text = json.dumps(reply("H", "M", "buy_insurance", "safe")).replace("safe", "\\ud800x")
-    result = parse_decision(text, OWNER_ACTIONS, 100)
+    result = parse_decision(text, OWNER_ACTIONS, SCALE, 100)
     assert result.ok and result.reply.reason == "\ufffdx"
     assert any("surrogate" in r for r in result.repairs)
 
 
 def test_deep_nesting_is_a_parse_failure_not_a_crash() -> None:
-    result = parse_decision("{" + '"a":[' * 3_000 + "}", OWNER_ACTIONS, 100)
+    result = parse_decision("{" + '"a":[' * 3_000 + "}", OWNER_ACTIONS, SCALE, 100)
     assert not result.ok and "nested" in result.error

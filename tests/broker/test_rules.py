@@ -6,7 +6,7 @@ import copy
 
 import pytest
 import yaml
-from broker_helpers import AGENT_TYPES, governance_rules, make_situation, registry
+from broker_helpers import AGENT_TYPES, SCALE, governance_rules, make_situation, registry
 from pydantic import ValidationError
 
 from governed_broker.broker.rules import RuleSet
@@ -33,9 +33,9 @@ def proposal(threat="M", coping="M", action="do_nothing") -> DecisionReply:
 
 def test_repository_table_loads_without_dead_zones_in_any_profile():
     rules = governance_rules()
-    assert rules.dead_zones(registry().actions_by_tenure()) == []
+    assert rules.dead_zones(registry().actions_by_tenure(), SCALE.labels) == []
     for profile in ("strict", "relaxed", "disabled"):
-        RuleSet(rules, profile, registry())
+        RuleSet(rules, profile, registry(), SCALE.labels)
 
 
 def test_spec4_strict_table_is_present():
@@ -57,19 +57,20 @@ def test_lineage_pre_v22_table_is_rejected_as_a_dead_zone():
             r["severity"]["strict"] = "ERROR"
     rules = GovernanceRules.model_validate(data)
     with pytest.raises(ConfigError, match=r"dead zone.*threat H and coping L may only"):
-        RuleSet(rules, "strict", registry())
-    RuleSet(rules, "relaxed", registry())  # the relaxed column is still fine
+        RuleSet(rules, "strict", registry(), SCALE.labels)
+    RuleSet(rules, "relaxed", registry(), SCALE.labels)  # the relaxed column is still fine
     data["dead_zone_check"] = "warn"
-    RuleSet(GovernanceRules.model_validate(data), "strict", registry())
+    RuleSet(GovernanceRules.model_validate(data), "strict", registry(), SCALE.labels)
 
 
 def test_unknown_action_or_field_is_a_config_error():
     with pytest.raises(ConfigError, match="unknown action"):
         RuleSet(GovernanceRules.model_validate({"rules": [rule(actions=["swim"])]}),
-                "strict", registry())
+                "strict", registry(), SCALE.labels)
     bad_field = rule(when={"state": {"wealth": {"gt": 1}}})
     with pytest.raises(ConfigError, match="unknown state field 'wealth'"):
-        RuleSet(GovernanceRules.model_validate({"rules": [bad_field]}), "strict", registry())
+        RuleSet(GovernanceRules.model_validate({"rules": [bad_field]}), "strict", registry(),
+                SCALE.labels)
 
 
 @pytest.mark.parametrize(
@@ -78,7 +79,6 @@ def test_unknown_action_or_field_is_a_config_error():
         ({"message": "Hello $name"}, "unknown placeholder"),
         ({"message": "Costs $5"}, "not a valid"),
         ({"when": {}}, "at least one test"),
-        ({"when": {"threat": ["HIGH"]}}, "threat"),
         ({"severity": {"strict": "FATAL", "relaxed": "off"}}, "strict"),
         ({"id": "Bad Id"}, "id"),
         ({"when": {"state": {"savings_usd": {}}}}, "at least one of gt"),
@@ -111,7 +111,7 @@ def test_condition_language_state_tests():
         rule(id="labels", when={"threat": ["H"], "coping": ["VL", "L"]}),
         rule(id="afford", when={"affordable": False}),
     ]})
-    rs = RuleSet(rules, "strict", registry())
+    rs = RuleSet(rules, "strict", registry(), SCALE.labels)
     s = make_situation(tenure="renter", savings_usd=2000.0,
                        neighbour_shares={"insured": 0, "elevated": 0.6, "relocated": 0})
     fired = {o.rule_id for o in rs.evaluate(s, proposal("H", "L")) if o.fired}
@@ -123,11 +123,12 @@ def test_condition_language_state_tests():
 
 
 def test_rules_only_evaluated_for_their_actions_and_profile():
-    rs = RuleSet(GovernanceRules.model_validate({"rules": [rule()]}), "relaxed", registry())
+    rs = RuleSet(GovernanceRules.model_validate({"rules": [rule()]}), "relaxed", registry(),
+                 SCALE.labels)
     assert rs.evaluate(make_situation(), proposal("VH", action="buy_insurance")) == []
     (outcome,) = rs.evaluate(make_situation(), proposal("VH"))
     assert (outcome.severity, outcome.fired, outcome.message) == (
         "WARNING", True, "Threat VH with do_nothing.")
     disabled = RuleSet(GovernanceRules.model_validate({"rules": [rule()]}), "disabled",
-                       registry())
+                       registry(), SCALE.labels)
     assert disabled.evaluate(make_situation(), proposal("VH")) == []

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from broker_helpers import PROMPTS, make_situation, registry
+from broker_helpers import PROMPTS, SCALE, make_situation, registry
 
 from governed_broker.cognition.context import ContextBudgetError, ContextBuilder, flood_chance
 from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES, load_templates
+from governed_broker.config.agent_types import PMTLabels
 from governed_broker.config.base import ConfigError
 
 
@@ -39,7 +40,7 @@ class Knowledge:
 
 
 def builder(**kw) -> ContextBuilder:
-    return ContextBuilder.from_dir(PROMPTS, registry().descriptions(), **kw)
+    return ContextBuilder.from_dir(PROMPTS, registry().descriptions(), SCALE, **kw)
 
 
 def user_text(prompt) -> str:
@@ -165,6 +166,19 @@ def test_template_errors_name_file_and_key(tmp_path):
                        frozenset({"trust_words"}))
     (tmp_path / "household.yaml").write_text("system: hi\n")
     with pytest.raises(ConfigError, match="missing key"):
-        ContextBuilder.from_dir(tmp_path, {})
+        ContextBuilder.from_dir(tmp_path, {}, SCALE)
     with pytest.raises(ConfigError, match="not found"):
-        ContextBuilder.from_dir(tmp_path / "nowhere", {})
+        ContextBuilder.from_dir(tmp_path / "nowhere", {}, SCALE)
+
+
+def test_the_domain_scale_is_the_prompt_scale_and_the_schema_enum():
+    scale = PMTLabels.model_validate({
+        "thresholds": [0.5], "labels": ["LOW", "HIGH"],
+        "words": {"LOW": ["not worrying"], "HIGH": ["worrying", "serious"]}})
+    prompt = ContextBuilder.from_dir(PROMPTS, registry().descriptions(), scale).build(
+        make_situation())
+    system = prompt.messages[0]["content"]
+    assert "this scale: LOW = not worrying, HIGH = worrying." in system
+    assert '"label": "LOW|HIGH"' in system and "VL" not in system
+    for part in ("threat_appraisal", "coping_appraisal"):
+        assert prompt.json_schema["properties"][part]["properties"]["label"]["enum"] == ["LOW", "HIGH"]

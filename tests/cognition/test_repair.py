@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from broker_helpers import SCALE
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ GOOD = {
 
 
 def parse(text, **kw):
-    return parse_decision(text, ACTIONS, **kw)
+    return parse_decision(text, ACTIONS, SCALE, **kw)
 
 
 def test_clean_json_needs_no_repair():

@@ -141,6 +141,12 @@ def test_agent_types_file_validates(repo_root: Path) -> None:
         (lambda d: d["actions"]["relocate"].update(effect="teleport"), "actions.relocate.effect"),
         (lambda d: d["pmt_labels"].update(thresholds=[0.5, 0.4, 0.6, 0.8]), "strictly increasing"),
         (lambda d: d["actions"]["do_nothing"].update(tenure=[]), "actions.do_nothing.tenure"),
+        (lambda d: d["governance"]["rules"][3]["when"].update(threat=["HIGH"]),
+         "when.threat label(s) 'HIGH' are not on the pmt_labels scale"),
+        (lambda d: d["pmt_labels"]["words"].pop("M"), "words needs one entry per label"),
+        (lambda d: d["pmt_labels"]["words"].update(L=["high"]), "stands for both"),
+        (lambda d: d["pmt_labels"].update(labels=["VL", "L", "L", "H", "VH"]), "distinct"),
+        (lambda d: d["pmt_labels"].update(labels=["VL", "L", "M|N", "H", "VH"]), "pattern"),
     ],
 )
 def test_bad_agent_types_are_config_errors(repo_root: Path, tmp_path: Path, edit, needle) -> None:
