@@ -42,10 +42,13 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--years", type=int, default=30)
     args = parser.parse_args()
-    concepts = EXPERIMENT.parent.parent / "configs" / "knowledge" / "flood_concepts.yaml"
+    configs = EXPERIMENT.parent.parent / "configs"
+    concepts = configs / "knowledge" / "flood_concepts.yaml"
+    texts = configs / "prompts" / "memory.yaml"
     config = load_experiment(EXPERIMENT, [
         f"population.size={args.size}", f"years={args.years}", "outputs.plots=false",
-        "memory.engine=humancentric", f"memory.concepts_file={concepts}"])
+        "memory.engine=humancentric", f"memory.concepts_file={concepts}",
+        f"memory.texts_file={texts}"])
     writes: list[float] = []
     hashing: list[float] = []
     _timed("write", writes)

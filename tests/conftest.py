@@ -36,6 +36,7 @@ class Experiments:
         configs = REPO_ROOT / "configs"
         data.setdefault("memory", {})["concepts_file"] = str(
             configs / "knowledge" / "flood_concepts.yaml")
+        data["memory"]["texts_file"] = str(configs / "prompts" / "memory.yaml")
         data.setdefault("governance", {})["context"] = {"prompts_dir": str(configs / "prompts")}
         data.setdefault("rag", {})["knowledge_dir"] = str(configs / "knowledge")
         data["outputs"] = {"plots": False, "progress": False}

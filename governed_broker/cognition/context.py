@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES, TemplateSet, load_templates
+from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES
 from governed_broker.cognition.schema import decision_json_schema
 from governed_broker.config.agent_types import PMTLabels
 from governed_broker.config.base import ConfigError
+from governed_broker.config.templates import TemplateSet, load_templates
 from governed_broker.contracts.decision import HouseholdSituation
 
 #: Characters per token used for budget estimates (the lineage's guard used the same ratio).

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from governed_broker.cognition.context import memory_text
-from governed_broker.cognition.prompts import REFLECTION_TEMPLATES, TemplateSet, load_templates
+from governed_broker.cognition.prompts import REFLECTION_TEMPLATES
 from governed_broker.cognition.repair import extract_json_object
 from governed_broker.cognition.schema import insights_json_schema
 from governed_broker.config.broker import ReflectionConfig
+from governed_broker.config.templates import TemplateSet, load_templates
 from governed_broker.contracts.decision import ReflectionTarget
 from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse

@@ -207,9 +207,10 @@ class AgentTypesConfig(StrictModel):
             for part in ("threat", "coping"):
                 off = [x for x in getattr(rule.when, part) or [] if x not in self.pmt_labels.labels]
                 if off:
+                    listed = excerpt(", ".join(off))
                     raise ValueError(
-                        f"governance rule {rule.id!r}: when.{part} label(s) {excerpt(', '.join(off))} "
-                        f"are not on the pmt_labels scale {self.pmt_labels.labels}"
+                        f"governance rule {rule.id!r}: when.{part} label(s) {listed} are not on "
+                        f"the pmt_labels scale {self.pmt_labels.labels}"
                     )
         return self
 

@@ -24,8 +24,9 @@ def input_paths(config: ExperimentConfig) -> dict[str, Path]:
     """Input files and directories of an experiment, keyed by the path as written."""
     named: list[Path | None] = [
         config.agent_types, config.damage.table, config.population.file, config.hazard.file,
-        config.memory.concepts_file if config.memory.engine != "none" else None,
     ]
+    if config.memory.engine != "none":
+        named += [config.memory.concepts_file, config.memory.texts_file]
     if config.decision.maker == "llm":
         named.append(config.governance.context.prompts_dir)
         if config.llm is not None:

@@ -22,6 +22,8 @@ from governed_broker.config.base import ConfigError, excerpt
 from governed_broker.config.cost import check_run_limits
 from governed_broker.config.damage import load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
+from governed_broker.config.memory import MEMORY_TEXTS
+from governed_broker.config.templates import load_templates
 from governed_broker.config.validation import allowed_keys, child_annotation, validate_model
 from governed_broker.config.world import MAX_USD
 from governed_broker.config.yamlsafe import load_yaml_text, read_text_file, read_yaml
@@ -237,6 +239,12 @@ def check_input_files(config: ExperimentConfig, source: Path) -> None:
             raise ConfigError(f"{source}: field 'memory.concepts_file': "
                               f"{config.resolve_path(config.memory.concepts_file)} is not a "
                               "knowledge graph (a mapping of 'concepts' and 'relations')")
+        texts = config.resolve_path(config.memory.texts_file)
+        _readable(source, "memory.texts_file", texts, "memory texts file", dict)
+        try:
+            load_templates(texts, MEMORY_TEXTS, setting="memory.texts_file")
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: field 'memory.texts_file': {exc}") from exc
     if llm:
         prompts = config.resolve_path(config.governance.context.prompts_dir)
         templates = ["household.yaml"] + (["reflection.yaml"] if config.reflection.enabled else [])

@@ -31,6 +31,37 @@ MEMORY_ENGINES: dict[str, str] = {
 #: The ``engine`` value that gives households no memory at all.
 NO_MEMORY = "none"
 
+_YEAR, _DEPTH = "year", "depth"
+#: The sentences of ``memory.texts_file`` (``configs/prompts/memory.yaml``) and the
+#: placeholders each may use (``governed_broker.memory.texts.MemoryTexts`` fills them).
+MEMORY_TEXTS: dict[str, frozenset[str]] = {
+    "flood_damage": frozenset({_DEPTH, "damage"}),
+    "flood_payout": frozenset({"payout"}),
+    "flood_no_payout": frozenset(),
+    "flood_elevated": frozenset(),
+    "flood_summary_payout": frozenset({_DEPTH, _YEAR}),
+    "flood_summary_no_payout": frozenset({_DEPTH, _YEAR}),
+    "flood_harmless": frozenset({_DEPTH}),
+    "flood_harmless_elevated": frozenset({_DEPTH}),
+    "flood_harmless_summary": frozenset({_YEAR}),
+    "flood_gist": frozenset({_YEAR}),
+    "quiet_year": frozenset({_YEAR}),
+    "quiet_year_gist": frozenset({_YEAR}),
+    "neighbours": frozenset({"parts"}),
+    "neighbours_insured": frozenset({"share"}),
+    "neighbours_elevated": frozenset({"share"}),
+    "neighbours_relocated": frozenset({"share"}),
+    "decision_refused": frozenset({"action", "status"}),
+    "decision_renewed": frozenset({"cost"}),
+    "decision_insured": frozenset({"cost"}),
+    "decision_elevated": frozenset({"cost"}),
+    "decision_left": frozenset({"cost"}),
+    "decision_protective": frozenset({"action", "cost"}),
+    "decision_none": frozenset(),
+    "decision_gist": frozenset({_YEAR, "action"}),
+    "decision_gist_refused": frozenset({_YEAR, "action"}),
+}
+
 
 class MemoryConfig(StrictModel):
     """Which memory engine households use and per-experiment parameter overrides.
@@ -39,8 +70,9 @@ class MemoryConfig(StrictModel):
     ``window`` (only the current year's working items, the ablation baseline), or ``none`` (no
     memory). ``overrides`` replaces parameters of the ``memory:`` section of
     ``agent_types.yaml`` for this experiment (same names, scalar parameters only).
-    ``concepts_file`` is the households' semantic memory (concepts and relations; relative
-    paths resolve against the experiment file's directory).
+    ``concepts_file`` is the households' semantic memory (concepts and relations) and
+    ``texts_file`` the sentences their memories are written in (``MEMORY_TEXTS``); relative
+    paths resolve against the experiment file's directory.
     """
 
     engine: str = Field(
@@ -49,6 +81,9 @@ class MemoryConfig(StrictModel):
     )
     overrides: dict[str, float | int] = {}
     concepts_file: Path = Path("../configs/knowledge/flood_concepts.yaml")
+    texts_file: Path = Field(
+        Path("../configs/prompts/memory.yaml"),
+        description="the sentences memories are written in (configs/prompts/memory.yaml)")
 
     @field_validator("engine")
     @classmethod

@@ -3,9 +3,11 @@
 The world calls, each year and in this order: ``record_flood`` or ``record_no_flood``
 (impacts), ``record_neighbours`` (what the household saw last year), ``retrieve`` (memories
 for the decision), ``record_decision`` (after execution) and ``end_year`` (consolidation).
-Memory texts are plain first-person English, so the keyword categories of the ``memory:``
-section encode them. Where keywords would mislead (a sentence saying that *no* flood came, a
-routine renewal, doing nothing, neighbour statistics) the adapter passes the category
+Memory texts are plain first-person sentences from ``memory.texts_file``
+(``configs/prompts/memory.yaml``, rendered by ``memory.texts.MemoryTexts``), so the keyword
+categories of the ``memory:`` section encode them. Where keywords would mislead (a sentence
+saying that *no* flood came, a routine renewal, doing nothing, neighbour statistics) the adapter
+passes the category
 explicitly; the categories chosen are visible in every item and in ``memory.sqlite``.
 
 Outcome learning: the protection chosen in year t is judged by what happens in year t+1.
@@ -33,11 +35,8 @@ from governed_broker.memory.metacognition import MetacognitiveRecord
 from governed_broker.memory.procedural import ProceduralMemory
 from governed_broker.memory.protocol import MemoryEngine
 from governed_broker.memory.semantic import SemanticMemory
+from governed_broker.memory.texts import MemoryTexts
 from governed_broker.seeding import child_rng
-
-
-def _usd(x: float) -> str:
-    return f"${x:,.0f}"
 
 
 class HouseholdMemory:
@@ -52,11 +51,12 @@ class HouseholdMemory:
         action_effects: Action id -> effect name (``contracts.effects.EFFECTS``) of the
             experiment's domain: what a decision means for memory is read from the effect's
             traits, never from the action id.
+        texts: The sentences memories are written in (``memory.texts_file``).
         store: The run's episodic store (set by ``RunMemoryWriter.attach``).
     """
 
     def __init__(self, agent_id: int | str, engine: MemoryEngine, *,
-                 action_effects: Mapping[str, str],
+                 action_effects: Mapping[str, str], texts: MemoryTexts,
                  semantic: SemanticMemory | None = None,
                  procedural: ProceduralMemory | None = None,
                  metacognition: MetacognitiveRecord | None = None,
@@ -68,6 +68,7 @@ class HouseholdMemory:
         self.metacognition = metacognition if metacognition is not None else \
             MetacognitiveRecord()
         self.action_effects = dict(action_effects)
+        self.texts = texts
         self.store = store
         self.forget_policy: dict[str, Any] | None = None
         self.insured = False  # coverage in force this year
@@ -79,7 +80,7 @@ class HouseholdMemory:
     @classmethod
     def from_config(cls, agent_id: int | str, params: MemoryParams | None,
                     config: MemoryConfig, seed: int, *,
-                    action_effects: Mapping[str, str],
+                    action_effects: Mapping[str, str], texts: MemoryTexts,
                     semantic: SemanticMemory | None = None) -> HouseholdMemory | None:
         """Build from the ``memory:`` params and the experiment's ``MemoryConfig``.
 
@@ -91,7 +92,7 @@ class HouseholdMemory:
         if engine is None:
             return None
         return cls(agent_id, engine, semantic=None if semantic is None else semantic.copy(),
-                   action_effects=action_effects)
+                   action_effects=action_effects, texts=texts)
 
     def set_status(self, *, insured: bool, elevated: bool) -> None:
         """Protection in force at the start (initial population) or after a restore."""
@@ -104,29 +105,15 @@ class HouseholdMemory:
                      damage_avoided_usd: float | None = None) -> MemoryItem:
         """The home flooded this year (``depth_m`` before elevation, metres)."""
         self.insured, self.elevated, self.flooded_this_year = bool(insured), bool(elevated), True
-        if damage_usd > 0:
-            text = f"My home flooded {depth_m:.1f} m deep; the damage cost {_usd(damage_usd)}."
-            if insured and payout_usd > 0:
-                text += f" My insurance paid {_usd(payout_usd)}."
-                summary = (f"My home flooded about {depth_m:.1f} m deep in year {year} and "
-                           "insurance paid part of the damage.")
-            else:
-                text += " I had no insurance payout, so I paid the repairs myself."
-                summary = (f"My home flooded about {depth_m:.1f} m deep in year {year} and I "
-                           "paid the repairs myself.")
-            if elevated:
-                text += " Elevating my house kept the water lower."
-        else:
-            text = (f"Flood water {depth_m:.1f} m deep reached my street, but my "
-                    f"{'elevated ' if elevated else ''}house was not damaged.")
-            summary = f"Flood water reached my street in year {year} but did not damage my house."
+        said = self.texts.flood(year, depth_m, damage_usd, payout_usd, insured=insured,
+                                elevated=elevated)
         facts = [["home", "experienced", "flood"]]
         if insured and payout_usd > 0:
             facts.append(["flood_insurance", "pays_for", "flood_damage"])
         if elevated:
             facts.append(["house_elevation", "reduces", "flood_damage"])
-        item = self.engine.add(text, year, kind="event", metadata={
-            "summary": summary, "gist": f"My home flooded in year {year}.", "facts": facts,
+        item = self.engine.add(said.text, year, kind="event", metadata={
+            "summary": said.summary, "gist": said.gist, "facts": facts,
             "depth_m": depth_m, "damage_usd": damage_usd, "payout_usd": payout_usd,
             "insured": bool(insured), "elevated": bool(elevated)})
         self._judge(year, flooded=True, damage_usd=damage_usd, payout_usd=payout_usd,
@@ -137,9 +124,9 @@ class HouseholdMemory:
         """No flood reached the home this year (a routine memory, category given)."""
         self.flooded_this_year = False
         self.insured = self._insured_next
-        item = self.engine.add(
-            f"Year {year} was quiet: no water reached my home.", year, kind="observation",
-            emotion="routine", metadata={"gist": f"A quiet year ({year})."})
+        text, gist = self.texts.quiet_year(year)
+        item = self.engine.add(text, year, kind="observation", emotion="routine",
+                               metadata={"gist": gist})
         self._judge(year, flooded=False, damage_usd=0.0, payout_usd=0.0)
         return item
 
@@ -168,12 +155,9 @@ class HouseholdMemory:
     # ----------------------------------------------------------------------------- social
     def record_neighbours(self, year: int, shares: Mapping[str, float]) -> MemoryItem | None:
         """Shares (0..1) of neighbours insured / elevated / relocated last year."""
-        parts = [f"{round(100 * float(v))}% {label}" for key, label in (
-            ("insured", "were insured"), ("elevated", "had raised their houses"),
-            ("relocated", "had moved away")) if (v := shares.get(key)) is not None]
-        if not parts:
+        text = self.texts.neighbours(shares)
+        if text is None:
             return None
-        text = "Among the neighbouring households, " + ", ".join(parts) + "."
         return self.engine.add(text, year, kind="observation", emotion="routine",
                                source="neighbour", metadata={"shares": dict(shares)})
 
@@ -188,25 +172,23 @@ class HouseholdMemory:
                      "elevated": self.elevated}
         emotion = None
         if not executed:
-            text = (f"I wanted to {action.replace('_', ' ')} but it was not possible "
-                    f"({status}); I took no new protective action.")
-            emotion = "strategic"
+            key, emotion = "decision_refused", "strategic"
         elif effect.insures and self.insured:
-            text, emotion = f"I renewed my insurance policy for {_usd(cost_usd)}.", "routine"
+            key, emotion = "decision_renewed", "routine"
         elif effect.insures:
-            text = f"I decided to buy an insurance policy for next year for {_usd(cost_usd)}."
+            key = "decision_insured"
         elif effect.elevates:
-            text = f"I decided to elevate my house; it cost me {_usd(cost_usd)}."
+            key = "decision_elevated"
         elif effect.leaves:
-            text = f"I decided to relocate and leave this area; moving cost {_usd(cost_usd)}."
+            key = "decision_left"
         elif effect.protective:
-            text = (f"I decided to {action.replace('_', ' ')}; it cost me {_usd(cost_usd)}.")
+            key = "decision_protective"
         else:
-            text, emotion = "I took no new protective action this year.", "routine"
+            key, emotion = "decision_none", "routine"
+        text = self.texts.decision(key, action, cost_usd, status)
         item = self.engine.add(text, year, kind="decision", emotion=emotion, metadata={
             "action": action, "status": status, "cost_usd": cost_usd, "executed": executed,
-            "gist": f"Year {year}: {action.replace('_', ' ')}" + ("" if executed else
-                                                                   " (not possible)") + "."})
+            "gist": self.texts.decision_gist(year, action, executed=executed)})
         done = action if executed else next(
             (a for a, e in self.action_effects.items() if e == NO_EFFECT), action)
         self.metacognition.record_choice(action, executed=executed, cost_usd=cost_usd)
@@ -251,9 +233,11 @@ class HouseholdMemory:
         }
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any], *,
+    def from_state(cls, state: Mapping[str, Any], *, texts: MemoryTexts,
                    semantic: SemanticMemory | None = None) -> HouseholdMemory:
-        """Inverse of ``state``; ``semantic`` is the base graph the learned facts go on."""
+        """Inverse of ``state``; ``semantic`` is the base graph the learned facts go on and
+        ``texts`` the run's memory sentences (not part of the state: they come with the
+        experiment, whose hash a resume checks)."""
         sem = None
         if state.get("semantic_learned") is not None:
             sem = (semantic or SemanticMemory.from_yaml()).copy()
@@ -261,7 +245,7 @@ class HouseholdMemory:
         hm = cls(state["agent_id"], restore_engine(state["engine"]),
                  semantic=sem, procedural=ProceduralMemory.from_state(state["procedural"]),
                  metacognition=MetacognitiveRecord.from_state(state["metacognition"]),
-                 action_effects=state["action_effects"])
+                 action_effects=state["action_effects"], texts=texts)
         hm.insured, hm.elevated = state["insured"], state["elevated"]
         hm.flooded_this_year = state["flooded_this_year"]
         hm._insured_next = state["insured_next"]

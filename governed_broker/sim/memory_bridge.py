@@ -25,6 +25,7 @@ import numpy as np
 
 from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
 from governed_broker.memory.semantic import SemanticMemory
+from governed_broker.memory.texts import MemoryTexts
 from governed_broker.sim.year_state import YearState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,6 +54,7 @@ class WorldMemory:
     def __init__(self, config: ExperimentConfig, domain: AgentTypesConfig, insured: np.ndarray,
                  elevated: np.ndarray, run_dir: Path | None, max_heuristics: int = 3) -> None:
         self.semantic = SemanticMemory.from_yaml(config.resolve_path(config.memory.concepts_file))
+        self.texts = MemoryTexts.from_file(config.resolve_path(config.memory.texts_file))
         self.max_heuristics = max_heuristics
         effects = {a: s.effect for a, s in domain.actions.items()}
         self.concepts = {a: s.concept for a, s in domain.actions.items() if s.concept}
@@ -62,7 +64,7 @@ class WorldMemory:
             agent_id = i + 1
             hm = HouseholdMemory.from_config(agent_id, domain.memory, config.memory, config.seed,
                                              semantic=self.semantic,
-                                             action_effects=effects)
+                                             action_effects=effects, texts=self.texts)
             if hm is None:  # engine "none" is decided by config, identically for everyone
                 raise ValueError("WorldMemory needs a memory engine; memory.engine is 'none'")
             hm.set_status(insured=bool(insured[i]), elevated=bool(elevated[i]))
@@ -158,6 +160,6 @@ class WorldMemory:
     def restore(self, state: dict[str, Any]) -> None:
         """Replace every household's memory with a checkpointed one."""
         for key, hm_state in state.items():
-            hm = HouseholdMemory.from_state(hm_state, semantic=self.semantic)
+            hm = HouseholdMemory.from_state(hm_state, semantic=self.semantic, texts=self.texts)
             self._attach(hm)
             self.households[int(key)] = hm

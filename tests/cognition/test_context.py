@@ -9,9 +9,10 @@ import pytest
 from broker_helpers import PROMPTS, SCALE, make_situation, registry
 
 from governed_broker.cognition.context import ContextBudgetError, ContextBuilder, flood_chance
-from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES, load_templates
+from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES
 from governed_broker.config.agent_types import PMTLabels
 from governed_broker.config.base import ConfigError
+from governed_broker.config.templates import load_templates
 
 
 @dataclass
@@ -181,4 +182,5 @@ def test_the_domain_scale_is_the_prompt_scale_and_the_schema_enum():
     assert "this scale: LOW = not worrying, HIGH = worrying." in system
     assert '"label": "LOW|HIGH"' in system and "VL" not in system
     for part in ("threat_appraisal", "coping_appraisal"):
-        assert prompt.json_schema["properties"][part]["properties"]["label"]["enum"] == ["LOW", "HIGH"]
+        label = prompt.json_schema["properties"][part]["properties"]["label"]
+        assert label["enum"] == ["LOW", "HIGH"]

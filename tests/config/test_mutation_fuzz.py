@@ -34,8 +34,8 @@ from governed_broker.runner import run_experiment
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "fixtures" / "scripted_governance.yaml"
 FUZZ_N = int(os.environ.get("GOVERNED_BROKER_FUZZ_N", "120"))
-PATH_KEYS = ("agent_types", "table", "file", "concepts_file", "prompts_dir", "script",
-             "knowledge_dir", "topics_file", "model_path", "path")
+PATH_KEYS = ("agent_types", "table", "file", "concepts_file", "texts_file", "prompts_dir",
+             "script", "knowledge_dir", "topics_file", "model_path", "path")
 #: What no message may contain: it is only inside files a mutated path names.
 SECRET = "hunter2-SECRET"
 NUMBERS: list[Any] = [float("nan"), float("inf"), float("-inf"), 1e308, -1e308, -1, 0, 1e42,
@@ -103,6 +103,7 @@ def _absolute(data: dict, base: Path) -> dict:
     configs = REPO / "configs"
     data.setdefault("memory", {}).setdefault("concepts_file",
                                              str(configs / "knowledge" / "flood_concepts.yaml"))
+    data["memory"].setdefault("texts_file", str(configs / "prompts" / "memory.yaml"))
     data.setdefault("governance", {}).setdefault("context", {}).setdefault(
         "prompts_dir", str(configs / "prompts"))
     data.setdefault("rag", {}).setdefault("knowledge_dir", str(configs / "knowledge"))

@@ -113,7 +113,8 @@ SECRET = "hunter2-SECRET" + "s" * 200
 
 
 @pytest.mark.parametrize("field", ["agent_types", "damage.table", "memory.concepts_file",
-                                   "llm.script", "governance.context.prompts_dir",
+                                   "memory.texts_file", "llm.script",
+                                   "governance.context.prompts_dir",
                                    "rag.topics_file", "population.file"])
 @pytest.mark.parametrize("shape", ["mapping", "list", "text"])
 def test_files_a_config_names_are_never_echoed(field, shape, experiments, tmp_path,

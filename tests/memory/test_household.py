@@ -17,6 +17,7 @@ from governed_broker.memory import (
     fidelity_for_age,
 )
 from governed_broker.memory.semantic import DEFAULT_CONCEPTS
+from governed_broker.memory.texts import MemoryTexts
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = 20240601
@@ -32,6 +33,8 @@ def graph():
     return SemanticMemory.from_yaml(DEFAULT_CONCEPTS)
 
 
+#: The shipped memory sentences (configs/prompts/memory.yaml).
+TEXTS = MemoryTexts.from_file(REPO / "configs" / "prompts" / "memory.yaml")
 #: Action id -> effect of the shipped domain.
 EFFECTS = {a: spec.effect
            for a, spec in load_agent_types(REPO / "agent_types.yaml").actions.items()}
@@ -39,7 +42,7 @@ EFFECTS = {a: spec.effect
 
 def household(params, graph, agent_id=17, engine="humancentric") -> HouseholdMemory:
     return HouseholdMemory.from_config(agent_id, params, MemoryConfig(engine=engine), SEED,
-                                       semantic=graph, action_effects=EFFECTS)
+                                       semantic=graph, action_effects=EFFECTS, texts=TEXTS)
 
 
 def live_ten_years(hm: HouseholdMemory, writer: RunMemoryWriter | None = None) -> list:
@@ -138,7 +141,8 @@ def test_state_round_trip_mid_run(params, graph):
          else a.record_no_flood(year))
         a.record_decision(year, "buy_insurance", "approved", 900)
         a.end_year(year)
-    b = HouseholdMemory.from_state(json.loads(json.dumps(a.state())), semantic=graph)
+    b = HouseholdMemory.from_state(json.loads(json.dumps(a.state())), semantic=graph,
+                                   texts=TEXTS)
     for hm in (a, b):
         hm.record_flood(3, 0.5, 5_000, 4_000, insured=True, elevated=False)
         hm.record_decision(3, "buy_insurance", "approved", 900)
