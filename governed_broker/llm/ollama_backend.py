@@ -1,19 +1,18 @@
 """The Ollama backend: the official ``ollama`` client against one or several servers.
 
-Each request goes to the host with the most free slots (``concurrency`` requests in flight per
-host), asks for structured output with ``format=<json schema>`` and passes ``options={seed,
-temperature, num_ctx, num_predict}`` and ``keep_alive``. At start a health check asks every host
-for ``/api/tags`` and fails fast when a host is unreachable or the model is not pulled there;
-the model's digest from that list becomes part of the model identity (and so of cache keys).
+Each request goes to the host with the fewest requests in flight (``concurrency`` slots per host;
+the pool ``llm.hosts.HostPool`` is shared with the OpenAI-compatible backend), asks for structured
+output with ``format=<json schema>`` and passes ``options={seed, temperature, num_ctx,
+num_predict}`` and ``keep_alive``. At start a health check asks every host for ``/api/tags`` and
+fails fast when a host is unreachable or the model is not pulled there; the model's digest from that
+list becomes part of the model identity (and so of cache keys).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from governed_broker.llm.base import (
@@ -23,6 +22,7 @@ from governed_broker.llm.base import (
     LLMResponse,
     LLMTransportError,
 )
+from governed_broker.llm.hosts import HostPool
 from governed_broker.llm.reliability import (
     RetryPolicy,
     RetryReport,
@@ -98,16 +98,6 @@ def check_hosts(hosts: Sequence[str], model: str, timeout_s: float = 10.0) -> di
     return digests
 
 
-@dataclass
-class _LoopState:
-    """Clients and slot semaphores bound to one event loop."""
-
-    loop: asyncio.AbstractEventLoop
-    clients: dict[str, Any]
-    slots: dict[str, asyncio.Semaphore]
-    in_flight: dict[str, int] = field(default_factory=dict)
-
-
 class OllamaBackend(LLMBackend):
     """Chat with Ollama servers through ``ollama.AsyncClient``.
 
@@ -134,10 +124,15 @@ class OllamaBackend(LLMBackend):
     ) -> None:
         self._ollama = _import_ollama()
         self.model = model
-        self.hosts = tuple(h.rstrip("/") for h in (hosts or default_hosts()))
-        self.concurrency = concurrency
-        self.max_concurrency = concurrency * len(self.hosts)
         self.policy = policy or RetryPolicy()
+        self.pool = HostPool(
+            hosts or default_hosts(), concurrency,
+            make_client=lambda h: self._ollama.AsyncClient(host=h, timeout=self.policy.timeout_s),
+            close_client=lambda c: c.close(),
+        )
+        self.hosts = self.pool.hosts
+        self.concurrency = concurrency
+        self.max_concurrency = self.pool.max_concurrency
         self.keep_alive = keep_alive
         self.digests: dict[str, str] = {}
         if health_check:
@@ -151,32 +146,12 @@ class OllamaBackend(LLMBackend):
                 )
         digest = next(iter(self.digests.values()), "")
         self.model_id = f"{model}@{digest}" if digest else model
-        self._state: _LoopState | None = None
 
-    def _loop_state(self) -> _LoopState:
-        loop = asyncio.get_running_loop()
-        if self._state is None or self._state.loop is not loop:
-            self._state = _LoopState(
-                loop=loop,
-                clients={
-                    h: self._ollama.AsyncClient(host=h, timeout=self.policy.timeout_s)
-                    for h in self.hosts
-                },
-                slots={h: asyncio.Semaphore(self.concurrency) for h in self.hosts},
-                in_flight=dict.fromkeys(self.hosts, 0),
-            )
-        return self._state
-
-    async def _attempt(self, request: LLMRequest, state: _LoopState) -> tuple[str, Any, float]:
-        host = min(self.hosts, key=lambda h: state.in_flight[h])  # least loaded; first on ties
-        state.in_flight[host] += 1
-        try:
-            async with state.slots[host]:
-                start = time.perf_counter()
-                result = await self._send(state.clients[host], host, request)
-                return host, result, time.perf_counter() - start
-        finally:
-            state.in_flight[host] -= 1
+    async def _attempt(self, request: LLMRequest) -> tuple[str, Any, float]:
+        async with self.pool.slot() as (host, client):
+            start = time.perf_counter()
+            result = await self._send(client, host, request)
+            return host, result, time.perf_counter() - start
 
     async def _send(self, client: Any, host: str, request: LLMRequest) -> Any:
         options = {
@@ -214,11 +189,10 @@ class OllamaBackend(LLMBackend):
             raise
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
-        state = self._loop_state()
         start = time.perf_counter()
         report = RetryReport()
         host, result, _ = await call_with_retries(
-            lambda: self._attempt(request, state),
+            lambda: self._attempt(request),
             self.policy,
             seed=request.seed,
             what=f"Ollama {','.join(self.hosts)} model {self.model}",
@@ -252,10 +226,7 @@ class OllamaBackend(LLMBackend):
         )
 
     async def aclose(self) -> None:
-        if self._state is not None and self._state.loop is asyncio.get_running_loop():
-            for client in self._state.clients.values():
-                await client.close()
-        self._state = None
+        await self.pool.aclose()
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()

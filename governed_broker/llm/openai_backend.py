@@ -1,18 +1,17 @@
 """The OpenAI-compatible backend: llama.cpp server, vLLM and similar chat endpoints over HTTP.
 
 Requests go to ``<base>/chat/completions`` with ``response_format`` of type ``json_schema``
-(grammar-constrained on llama.cpp, xgrammar on vLLM). Several base URLs share the load like the
-Ollama backend's hosts. The API key, when a server needs one, is read from the environment
-variable named by ``llm.api_key_env`` (never written in a YAML file).
+(grammar-constrained on llama.cpp, xgrammar on vLLM). Several base URLs share the load through the
+host pool the Ollama backend uses too (``llm.hosts.HostPool``: least loaded first). The API key,
+when a server needs one, is read from the environment variable named by ``llm.api_key_env`` (never
+written in a YAML file).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from governed_broker.llm.base import (
@@ -22,6 +21,7 @@ from governed_broker.llm.base import (
     LLMResponse,
     LLMTransportError,
 )
+from governed_broker.llm.hosts import HostPool
 from governed_broker.llm.reliability import (
     RetryPolicy,
     RetryReport,
@@ -92,14 +92,6 @@ def check_servers(
     return served
 
 
-@dataclass
-class _LoopState:
-    loop: asyncio.AbstractEventLoop
-    client: Any
-    slots: dict[str, asyncio.Semaphore]
-    in_flight: dict[str, int] = field(default_factory=dict)
-
-
 class OpenAICompatibleBackend(LLMBackend):
     """Chat completions against OpenAI-compatible servers.
 
@@ -129,28 +121,22 @@ class OpenAICompatibleBackend(LLMBackend):
             raise LLMError("the openai backend needs llm.hosts (base URLs ending in /v1)")
         self.model = model
         self.model_id = model
-        self.bases = tuple(b.rstrip("/") for b in base_urls)
-        self.concurrency = concurrency
-        self.max_concurrency = concurrency * len(self.bases)
         self.policy = policy or RetryPolicy()
         self.headers = _headers(api_key_env)
+        self.pool = HostPool(
+            base_urls, concurrency,
+            make_client=lambda _: self._httpx.AsyncClient(headers=self.headers,
+                                                          timeout=self.policy.timeout_s),
+            close_client=lambda c: c.aclose(),
+        )
+        self.bases = self.pool.hosts
+        self.concurrency = concurrency
+        self.max_concurrency = self.pool.max_concurrency
         self.served: dict[str, list[str]] = {}
         if health_check:
             self.served = check_servers(
                 self.bases, model, self.headers, timeout_s=min(30.0, self.policy.timeout_s)
             )
-        self._state: _LoopState | None = None
-
-    def _loop_state(self) -> _LoopState:
-        loop = asyncio.get_running_loop()
-        if self._state is None or self._state.loop is not loop:
-            self._state = _LoopState(
-                loop=loop,
-                client=self._httpx.AsyncClient(headers=self.headers, timeout=self.policy.timeout_s),
-                slots={b: asyncio.Semaphore(self.concurrency) for b in self.bases},
-                in_flight=dict.fromkeys(self.bases, 0),
-            )
-        return self._state
 
     def _payload(self, request: LLMRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -165,22 +151,15 @@ class OpenAICompatibleBackend(LLMBackend):
             payload["response_format"] = response_format
         return payload
 
-    async def _attempt(self, request: LLMRequest, state: _LoopState) -> tuple[str, dict]:
-        base = min(self.bases, key=lambda b: state.in_flight[b])
-        state.in_flight[base] += 1
-        try:
-            async with state.slots[base]:
-                try:
-                    reply = await state.client.post(
-                        f"{base}/chat/completions", json=self._payload(request)
-                    )
-                except Exception as exc:
-                    error_class = transport_error_class(exc)
-                    if error_class is not None:
-                        raise error_class(f"{base}: {exc.__class__.__name__}: {exc}") from exc
-                    raise
-        finally:
-            state.in_flight[base] -= 1
+    async def _attempt(self, request: LLMRequest) -> tuple[str, dict]:
+        async with self.pool.slot() as (base, client):
+            try:
+                reply = await client.post(f"{base}/chat/completions", json=self._payload(request))
+            except Exception as exc:
+                error_class = transport_error_class(exc)
+                if error_class is not None:
+                    raise error_class(f"{base}: {exc.__class__.__name__}: {exc}") from exc
+                raise
         if reply.status_code in _RETRY_STATUS:
             raise LLMTransportError(f"{base}: HTTP {reply.status_code}: {reply.text[:200]}")
         if reply.status_code != 200:
@@ -190,11 +169,10 @@ class OpenAICompatibleBackend(LLMBackend):
         return base, reply.json()
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
-        state = self._loop_state()
         start = time.perf_counter()
         report = RetryReport()
         base, data = await call_with_retries(
-            lambda: self._attempt(request, state),
+            lambda: self._attempt(request),
             self.policy,
             seed=request.seed,
             what=f"OpenAI-compatible server {','.join(self.bases)} model {self.model}",
@@ -214,9 +192,7 @@ class OpenAICompatibleBackend(LLMBackend):
                                         backend=self.kind, model=self.model_id, extra=extra)
 
     async def aclose(self) -> None:
-        if self._state is not None and self._state.loop is asyncio.get_running_loop():
-            await self._state.client.aclose()
-        self._state = None
+        await self.pool.aclose()
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()

@@ -143,8 +143,7 @@ def test_cancelled_calls_release_their_slot(fake_server):
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        state = backend._loop_state()
-        assert state.in_flight[fake_server.host] == 0 and not state.slots[fake_server.host].locked()
+        assert backend.pool.in_flight() == {fake_server.host: 0}
         fake_server.delay_s = 0.0
         reply = await asyncio.wait_for(backend.achat(request(seed=2)), timeout=5)
         await backend.aclose()
