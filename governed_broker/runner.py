@@ -168,7 +168,7 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
     try:
         model, rows = _simulate(experiment, maker, work, ckpt, verified,
                                 progress and config.outputs.progress)
-        llm = _llm_info(maker)
+        llm = maker.provenance()
     finally:
         maker.close()
     seconds = time.perf_counter() - t0
@@ -231,19 +231,6 @@ def _finished_manifest(work: Path, chash: str, overwrite: bool) -> dict[str, Any
             "discard it, or choose another --out")
     remove_run_dir(work, finished=True)
     return None
-
-
-def _llm_info(maker: DecisionMaker) -> dict[str, Any] | None:
-    """Model identity and this process's call / cache statistics of an LLM decision maker
-    (and its knowledge base's statistics when it has one)."""
-    backend = getattr(maker, "backend", None)
-    if backend is None:
-        return None
-    info = {"backend": backend.describe(), "stats": backend.stats()}
-    knowledge = getattr(getattr(maker, "context", None), "knowledge", None)
-    if knowledge is not None and hasattr(knowledge, "stats"):
-        info["knowledge_base"] = knowledge.stats()
-    return info
 
 
 def _resumable(work: Path, chash: str,

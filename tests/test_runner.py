@@ -93,6 +93,9 @@ def test_failed_run_leaves_no_complete_directory(experiments, tmp_path) -> None:
         def end_year(self, year, households):
             pass
 
+        def provenance(self):
+            return None
+
         def close(self):
             pass
 

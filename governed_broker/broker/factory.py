@@ -35,8 +35,6 @@ def governance_rules(experiment: ResolvedExperiment) -> tuple[SkillRegistry, Gov
                 f"{config.governance.profile!r}; add the rules or set governance.profile: disabled"
             )
         rules = GovernanceRules()
-    if not isinstance(rules, GovernanceRules):
-        rules = GovernanceRules.model_validate(rules)
     return registry, rules
 
 

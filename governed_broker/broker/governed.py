@@ -137,6 +137,14 @@ class GovernedBroker:
         if self.reflection is not None:
             self._loop.run(self.reflection.areflect_due(households, year))
 
+    def provenance(self) -> dict[str, Any]:
+        """The model's identity and this process's call and cache statistics (and the
+        knowledge base's statistics when there is one), for the manifest."""
+        info = {"backend": self.backend.describe(), "stats": self.backend.stats()}
+        if self.context.knowledge is not None:
+            info["knowledge_base"] = self.context.knowledge.stats()
+        return info
+
     def close(self) -> None:
         """Flush the audit, release the backend and the event loop."""
         if self._audit is not None:

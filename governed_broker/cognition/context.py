@@ -24,16 +24,42 @@ from governed_broker.cognition.schema import decision_json_schema
 from governed_broker.config.agent_types import PMTLabels
 from governed_broker.config.base import ConfigError
 from governed_broker.config.templates import TemplateSet, load_templates
-from governed_broker.contracts.decision import HouseholdSituation
+from governed_broker.contracts.decision import HouseholdSituation, Remembered
 
 #: Characters per token used for budget estimates (the lineage's guard used the same ratio).
 CHARS_PER_TOKEN = 4
 
 
-class KnowledgeProvider(Protocol):
-    """Anything that returns knowledge chunks (``.text``, ``.source``) for a situation."""
+class KnowledgeChunk(Protocol):
+    """One knowledge passage: its text and where it comes from (``file.md#heading``)."""
 
-    def chunks_for(self, situation: HouseholdSituation) -> list[Any]: ...
+    text: str
+    source: str
+
+
+class KnowledgeRetrieval(Protocol):
+    """One search for a household: the chunks found and its account for the audit."""
+
+    chunks: Sequence[KnowledgeChunk]
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+class KnowledgeProvider(Protocol):
+    """What the context builder and the run's manifest need of a knowledge base
+    (``rag.KnowledgeBase`` is the shipped one)."""
+
+    def chunks_for(self, situation: HouseholdSituation) -> Sequence[KnowledgeChunk]:
+        """The chunks for a situation, outside an event loop."""
+        ...
+
+    async def aretrieve_for(self, situation: HouseholdSituation) -> KnowledgeRetrieval:
+        """The search for a situation, inside an event loop (LLM query expansion awaits)."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Statistics of its work for the run's manifest."""
+        ...
 
 
 class ContextBudgetError(ConfigError):
@@ -98,10 +124,9 @@ def _year_text(year: float) -> str:
     return str(int(year)) if float(year).is_integer() else f"{year:g}"
 
 
-def memory_text(memory: Any) -> str:
-    """A memory's text at its current fidelity (``MemoryItem.text()``), else its content."""
-    text = getattr(memory, "text", None)
-    return str(text()) if callable(text) else str(memory.content)
+def memory_text(memory: Remembered) -> str:
+    """A memory's text at its current fidelity."""
+    return str(memory.text())
 
 
 def _one_line(text: str) -> str:
@@ -174,23 +199,14 @@ class ContextBuilder:
 
     # -- public -----------------------------------------------------------------------------
     async def abuild(self, situation: HouseholdSituation) -> Prompt:
-        """``build`` for use inside an event loop: knowledge providers with an async
-        ``achunks_for`` (LLM query expansion) are awaited rather than blocking the loop."""
-        chunks: list[Any] = []
-        retrieval = None
-        if self.knowledge is not None:
-            aretrieve = getattr(self.knowledge, "aretrieve_for", None)
-            achunks = getattr(self.knowledge, "achunks_for", None)
-            if callable(aretrieve):  # the full account goes into the audit
-                found = await aretrieve(situation)
-                chunks, retrieval = list(found.chunks), found.to_dict()
-            elif callable(achunks):
-                chunks = list(await achunks(situation))
-            else:
-                chunks = list(self.knowledge.chunks_for(situation))
-        return self.build(situation, chunks=chunks, retrieval=retrieval)
+        """``build`` for use inside an event loop: the knowledge search (LLM query expansion)
+        is awaited rather than blocking the loop, and its account goes into the audit."""
+        if self.knowledge is None:
+            return self.build(situation, chunks=[])
+        found = await self.knowledge.aretrieve_for(situation)
+        return self.build(situation, chunks=list(found.chunks), retrieval=found.to_dict())
 
-    def build(self, situation: HouseholdSituation, chunks: Sequence[Any] | None = None,
+    def build(self, situation: HouseholdSituation, chunks: Sequence[KnowledgeChunk] | None = None,
               retrieval: Mapping[str, Any] | None = None) -> Prompt:
         """Build the prompt for one household; raises ``ContextBudgetError`` if too large.
 
@@ -236,8 +252,8 @@ class ContextBuilder:
             messages=messages,
             json_schema=schema,
             context_hash=digest,
-            memory_ids=tuple(getattr(m, "id", None) for m in memories),
-            knowledge_sources=tuple(str(getattr(c, "source", "")) for c in chunks),
+            memory_ids=tuple(m.id for m in memories),
+            knowledge_sources=tuple(str(c.source) for c in chunks),
             estimated_tokens=tokens,
             knowledge_retrieval=retrieval,
         )
@@ -261,17 +277,16 @@ class ContextBuilder:
             income=money(s.income_usd),
         )
 
-    def _memories(self, memories: Sequence[Any]) -> str:
+    def _memories(self, memories: Sequence[Remembered]) -> str:
         if not memories:
             return self.templates.text("memories_none")
         lines = [self.templates.text("memories_header")]
         for m in memories:
-            if getattr(m, "kind", "event") == "insight":
+            if m.kind == "insight":
                 lines.append(self.templates.render(
                     "insight_line", year=_year_text(m.year), content=_one_line(memory_text(m))))
                 continue
-            fidelity = getattr(m, "fidelity", "detailed") or "detailed"
-            note_key = f"memory_fidelity_{fidelity}"
+            note_key = f"memory_fidelity_{m.fidelity}"
             note = self.templates.text(note_key) if note_key in self.templates.templates else ""
             lines.append(
                 self.templates.render(
@@ -331,7 +346,7 @@ class ContextBuilder:
         )
         return f"{social}\n{trust}"
 
-    def _knowledge(self, s: HouseholdSituation, chunks: Sequence[Any]) -> str:
+    def _knowledge(self, s: HouseholdSituation, chunks: Sequence[KnowledgeChunk]) -> str:
         t = self.templates
         lines = []
         for fact in s.extra.get("knowledge_facts", ()):

@@ -26,7 +26,7 @@ from governed_broker.cognition.repair import extract_json_object
 from governed_broker.cognition.schema import insights_json_schema
 from governed_broker.config.broker import ReflectionConfig
 from governed_broker.config.templates import TemplateSet, load_templates
-from governed_broker.contracts.decision import ReflectionTarget
+from governed_broker.contracts.decision import ReflectionTarget, Remembered
 from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.seeding import child_seed
@@ -139,7 +139,7 @@ class ReflectionEngine:
         records = []
         for target, (record, insights) in zip(ordered, results, strict=True):
             stored = [target.engine.add_insight(text, year) for text in insights]
-            record["insight_ids"] = [getattr(m, "id", None) for m in stored]
+            record["insight_ids"] = [m.id for m in stored]
             records.append(record)
         if self._log is not None:
             self._log.write_many(records)
@@ -151,15 +151,13 @@ class ReflectionEngine:
             self._log.close()
 
     # -- one household ----------------------------------------------------------------------
-    def _year_memories(self, target: ReflectionTarget, year: int) -> list[Any]:
-        items = [
-            m for m in target.engine.items()
-            if int(m.year) == year and getattr(m, "kind", "event") != "insight"
-        ]
-        items.sort(key=lambda m: (-float(getattr(m, "importance", 0.0)), str(m.id)))
+    def _year_memories(self, target: ReflectionTarget, year: int) -> list[Remembered]:
+        items = [m for m in target.engine.items() if int(m.year) == year and m.kind != "insight"]
+        items.sort(key=lambda m: (-float(m.importance), str(m.id)))
         return items[: self.config.max_memories]
 
-    def _messages(self, target: ReflectionTarget, year: int, memories: list[Any]) -> list[dict]:
+    def _messages(self, target: ReflectionTarget, year: int,
+                  memories: list[Remembered]) -> list[dict]:
         t = self.templates
         lines = [t.render("memory_line", content=" ".join(memory_text(m).split()))
                  for m in memories]

@@ -1,21 +1,21 @@
 """The behavioural domain in ``agent_types.yaml``: actions, PMT labels, memory and governance.
 
-``actions`` and ``pmt_labels`` are validated here. The optional ``memory`` and ``governance``
-sections are validated by the models their packages define (``config.memory.MemoryParams`` and
-``config.broker.GovernanceRules``), imported when those models exist.
+``actions`` and ``pmt_labels`` are validated here; the optional ``memory`` and ``governance``
+sections by ``config.memory.MemoryParams`` and ``config.broker.GovernanceRules``.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel, excerpt
+from governed_broker.config.broker import GovernanceRules
+from governed_broker.config.memory import MemoryParams
 from governed_broker.contracts.effects import EFFECTS, NO_EFFECT
 
 Tenure = Literal["owner", "renter"]
@@ -150,40 +150,13 @@ class PMTLabels(StrictModel):
         return None
 
 
-def _validate_with(module: str, cls_name: str, value: Any) -> Any:
-    """Validate ``value`` with ``module.cls_name`` when that model exists, else keep the dict.
-
-    The memory and broker packages define these models; until they do, the section is kept as
-    a plain mapping (it is validated as soon as the model is importable).
-    """
-    if value is None:
-        return None
-    try:
-        cls = getattr(importlib.import_module(module), cls_name)
-    except (ImportError, AttributeError):
-        if not isinstance(value, dict):
-            raise ValueError(f"must be a mapping, got {type(value).__name__}") from None
-        return value
-    return cls.model_validate(value)
-
-
 class AgentTypesConfig(StrictModel):
     """The validated ``agent_types.yaml``."""
 
     actions: dict[str, ActionSpec] = Field(min_length=1)
     pmt_labels: PMTLabels
-    memory: Any = None
-    governance: Any = None
-
-    @field_validator("memory", mode="before")
-    @classmethod
-    def _memory(cls, value: Any) -> Any:
-        return _validate_with("governed_broker.config.memory", "MemoryParams", value)
-
-    @field_validator("governance", mode="before")
-    @classmethod
-    def _governance(cls, value: Any) -> Any:
-        return _validate_with("governed_broker.config.broker", "GovernanceRules", value)
+    memory: MemoryParams | None = None
+    governance: GovernanceRules | None = None
 
     @model_validator(mode="after")
     def _one_default(self) -> AgentTypesConfig:
@@ -202,8 +175,7 @@ class AgentTypesConfig(StrictModel):
 
     @model_validator(mode="after")
     def _rule_labels_on_scale(self) -> AgentTypesConfig:
-        rules = getattr(self.governance, "rules", None) or []  # a dict until validated
-        for rule in rules:
+        for rule in self.governance.rules if self.governance is not None else []:
             for part in ("threat", "coping"):
                 off = [x for x in getattr(rule.when, part) or [] if x not in self.pmt_labels.labels]
                 if off:

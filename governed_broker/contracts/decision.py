@@ -18,6 +18,30 @@ from typing import Any, Protocol, runtime_checkable
 DECISION_STATUSES = ("baseline", "approved", "retry_approved", "rejected", "parse_failed")
 
 
+class Remembered(Protocol):
+    """A memory as decision makers see it (``memory.item.MemoryItem`` satisfies it).
+
+    Attributes:
+        id: Unique within the household (e.g. ``"m000012"``).
+        year: Simulation year in which it was formed (may be fractional).
+        kind: ``event``, ``decision``, ``observation``, ``insight`` or ``seed``.
+        importance: Encoding importance (insights: ``insight_importance``).
+        fidelity: The version recalled now: ``detailed``, ``summary`` or ``gist``.
+        content: The detailed text.
+    """
+
+    id: str
+    year: float
+    kind: str
+    importance: float
+    fidelity: str
+    content: str
+
+    def text(self, fidelity: str | None = None) -> str:
+        """The text at a fidelity level (default: the memory's current one)."""
+        ...
+
+
 @dataclass(frozen=True)
 class HouseholdSituation:
     """What one household knows at decision time in a given year (units in field names).
@@ -48,7 +72,7 @@ class HouseholdSituation:
         allowed_actions: Action ids this household may take (identity/physical rules applied).
         trust_insurance: Trust in insurance, 0..1.
         trust_neighbours: Trust in neighbours, 0..1.
-        memories: Memories retrieved for this year (``MemoryItem`` objects; empty without memory).
+        memories: Memories retrieved for this year (``Remembered``; empty without memory).
         extra: Additional world facts for prompts (JSON-serialisable).
     """
 
@@ -75,7 +99,7 @@ class HouseholdSituation:
     allowed_actions: tuple[str, ...]
     trust_insurance: float
     trust_neighbours: float
-    memories: tuple[Any, ...] = ()
+    memories: tuple[Remembered, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -113,11 +137,11 @@ class Decision:
 class ReflectiveMemory(Protocol):
     """What year-end reflection needs of a household's memory engine."""
 
-    def items(self) -> Iterable[Any]:
-        """Every memory item held (each with ``id``, ``year``, ``kind``, ``importance``)."""
+    def items(self) -> Iterable[Remembered]:
+        """Every memory item held."""
         ...
 
-    def add_insight(self, content: str, year: float) -> Any:
+    def add_insight(self, content: str, year: float) -> Remembered:
         """Store an insight formed at the end of ``year``; returns the stored item."""
         ...
 
@@ -147,7 +171,10 @@ class DecisionMaker(Protocol):
     ``Decision`` per situation, in the same order; the situations are all it sees of the world.
     ``end_year`` runs after execution with the active households that have a memory (in
     agent-id order; empty without memory), e.g. for reflection, before their memories
-    consolidate; ``close`` releases resources (LLM backends, files).
+    consolidate; ``close`` releases resources (LLM backends, files). ``provenance`` is what the
+    run's manifest records about the maker beyond its name (``manifest["llm"]``: for an LLM
+    maker the model identity and call and cache statistics), or None; it is asked before
+    ``close``.
     """
 
     name: str
@@ -155,5 +182,7 @@ class DecisionMaker(Protocol):
     def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]: ...
 
     def end_year(self, year: int, households: Sequence[ReflectionTarget]) -> None: ...
+
+    def provenance(self) -> dict[str, Any] | None: ...
 
     def close(self) -> None: ...

@@ -154,5 +154,9 @@ class BaselineDecisionMaker:
     def end_year(self, year: int, households: Sequence[ReflectionTarget]) -> None:
         """Nothing to consolidate: the rule is memoryless beyond the world's state."""
 
+    def provenance(self) -> None:
+        """Nothing beyond the name: the rule and its parameters are in the resolved config."""
+        return None
+
     def close(self) -> None:
         """No resources to release."""

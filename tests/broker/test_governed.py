@@ -174,7 +174,12 @@ def test_situations_and_memories_are_not_mutated(close_brokers):
         year: float = 1.0
         content: str = "The flood of year 1 flooded my basement."
         fidelity: str = "gist"
+        kind: str = "event"
+        importance: float = 1.0
         access_count: int = 0
+
+        def text(self, fidelity=None):
+            return self.content
 
     s = make_situation(memories=(Memory(),))
     before = copy.deepcopy(s)

@@ -17,12 +17,17 @@ from governed_broker.config.templates import load_templates
 
 @dataclass
 class Memory:
+    """A ``Remembered`` whose text is its content at every fidelity."""
+
     id: str
     year: float
     content: str
     fidelity: str = "detailed"
     kind: str = "event"
     importance: float = 1.0
+
+    def text(self, fidelity: str | None = None) -> str:
+        return self.content
 
 
 @dataclass
@@ -38,6 +43,20 @@ class Knowledge:
     def chunks_for(self, situation):
         self.seen.append(situation.agent_id)
         return self.chunks
+
+    async def aretrieve_for(self, situation):
+        return Found(tuple(self.chunks_for(situation)))
+
+    def stats(self):
+        return {"n_situations": len(self.seen)}
+
+
+@dataclass
+class Found:
+    chunks: tuple
+
+    def to_dict(self):
+        return {"chunks": [c.source for c in self.chunks]}
 
 
 def builder(**kw) -> ContextBuilder:

@@ -16,11 +16,17 @@ from governed_broker.seeding import child_seed
 
 @dataclass
 class Item:
+    """A ``Remembered`` whose text is its content at every fidelity."""
+
     id: str
     year: float
     content: str
     kind: str = "event"
     importance: float = 0.5
+    fidelity: str = "detailed"
+
+    def text(self, fidelity=None):
+        return self.content
 
 
 @dataclass

@@ -42,6 +42,9 @@ class Scripted:
         self.ended.append(year)
         self.reflecting.append([h.agent_id for h in households])
 
+    def provenance(self) -> None:
+        return None
+
     def close(self) -> None:
         pass
 
