@@ -76,8 +76,8 @@ class ExperimentConfig(StrictModel):
     elevation: ElevationConfig
     relocation: RelocationConfig
     network: NetworkConfig = NetworkConfig()
-    trust: TrustConfig = TrustConfig()
-    decision: DecisionConfig = DecisionConfig()
+    trust: TrustConfig
+    decision: DecisionConfig
     memory: MemoryConfig = MemoryConfig()
     llm: LLMConfig | None = None
     governance: GovernanceConfig = GovernanceConfig()

@@ -333,25 +333,24 @@ class NetworkConfig(StrictModel):
 
 
 class TrustConfig(StrictModel):
-    """Yearly trust updates (added, then clamped to [0, 1])."""
+    """Yearly trust updates (added, then clamped to [0, 1]); every step is a behavioural number
+    of the experiment YAML (``experiments/baseline.yaml`` gives them with their source)."""
 
-    source: str = (
-        "governed-broker-framework examples/single_agent/run_flood.py post_year "
-        "(shared/research/domain_defaults.md section 5)"
-    )
-    insurance_insured_flooded: UnitStep = -0.10
-    insurance_insured_safe: UnitStep = 0.02
-    insurance_uninsured_flooded: UnitStep = 0.05
-    insurance_uninsured_safe: UnitStep = -0.02
-    neighbours_high_action: UnitStep = 0.04
-    neighbours_flooded_low_action: UnitStep = -0.05
-    neighbours_otherwise: UnitStep = -0.01
-    high_action_rate: Share = 0.30
-    low_action_rate: Share = 0.10
+    source: Source
+    insurance_insured_flooded: UnitStep
+    insurance_insured_safe: UnitStep
+    insurance_uninsured_flooded: UnitStep
+    insurance_uninsured_safe: UnitStep
+    neighbours_high_action: UnitStep
+    neighbours_flooded_low_action: UnitStep
+    neighbours_otherwise: UnitStep
+    high_action_rate: Share
+    low_action_rate: Share
 
 
 class BaselineParams(StrictModel):
-    """Parameters of the PMT / expected-utility baseline.
+    """Parameters of the PMT / expected-utility baseline, all given in the experiment YAML
+    with their source (``experiments/baseline.yaml``).
 
     See docs/decisions.md "Baseline decision maker".
     """
@@ -359,31 +358,38 @@ class BaselineParams(StrictModel):
     source: Source
     # bounds: |beta| <= 100 keeps the perception decay's exponent far from overflow; a discount
     # rate above 100 % a year and horizons beyond two centuries mean no household planning
-    beta_max: float = Field(default=10.0, ge=0.0, le=100.0)
-    beta_coef: float = Field(default=-2.5, ge=-100.0, le=100.0)
-    beta_base: float = Field(default=1.6, ge=-100.0, le=100.0)
-    beta_min: float = Field(default=0.1, ge=0.0, le=100.0)
-    max_perceived_probability: Share = 0.998
-    discount_rate: float = Field(default=0.03, ge=0.0, le=1.0)
-    horizon_years: int = Field(default=15, ge=1, le=200)
-    threat_income_scale: float = Field(default=0.05, gt=0.0, le=10.0)
-    threat_min: Share = 0.4
-    coping_min: Share = 0.4
-    relocation_threat_min: Share = 0.8
-    implementation_probability: Share = 0.5
+    beta_max: float = Field(ge=0.0, le=100.0)
+    beta_coef: float = Field(ge=-100.0, le=100.0)
+    beta_base: float = Field(ge=-100.0, le=100.0)
+    beta_min: float = Field(ge=0.0, le=100.0)
+    max_perceived_probability: Share
+    discount_rate: float = Field(ge=0.0, le=1.0)
+    horizon_years: int = Field(ge=1, le=200)
+    threat_income_scale: float = Field(gt=0.0, le=10.0)
+    threat_min: Share
+    coping_min: Share
+    relocation_threat_min: Share
+    implementation_probability: Share
 
 
 class DecisionConfig(StrictModel):
-    """Who decides: the rule-based ``baseline`` or the governed ``llm`` broker."""
+    """Who decides: the rule-based ``baseline`` or the governed ``llm`` broker.
+
+    ``baseline`` holds the baseline rule's parameters; it is required when ``maker`` is
+    ``baseline`` (an LLM experiment may leave it out).
+    """
 
     maker: Literal["baseline", "llm"] = "baseline"
-    baseline: BaselineParams = BaselineParams(
-        source=(
-            "DYNAMO/GEB risk perception and discounted EU (domain_defaults section 5); "
-            "threat scale: 5% premium-burden threshold (section 3); gates and implementation "
-            "probability: our assumptions (Erdlenbruch & Bonte 2018 motivation delay)"
-        )
-    )
+    baseline: BaselineParams | None = None
+
+    @model_validator(mode="after")
+    def _baseline_params(self) -> DecisionConfig:
+        if self.maker == "baseline" and self.baseline is None:
+            raise ValueError(
+                "decision.maker is baseline but decision.baseline (the rule's parameters) is "
+                "missing; copy the block from experiments/baseline.yaml"
+            )
+        return self
 
 
 class OutputConfig(StrictModel):

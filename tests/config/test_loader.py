@@ -171,3 +171,31 @@ def test_memory_override_typos_are_configuration_errors(experiments, override, e
 def test_memory_overrides_without_an_engine_are_refused(experiments) -> None:
     with pytest.raises(ConfigError, match="would change nothing"):
         experiments.config(["memory.engine=none", "memory.overrides.decay_rate=0.2"])
+
+
+@pytest.mark.parametrize(("drop", "needle"), [
+    (("trust",), "'trust'"),
+    (("trust", "neighbours_otherwise"), "trust.neighbours_otherwise"),
+    (("decision", "baseline"), "decision.baseline (the rule's parameters) is missing"),
+    (("decision", "baseline", "horizon_years"), "decision.baseline.horizon_years"),
+])
+def test_behavioural_numbers_come_from_the_yaml(experiments, drop, needle) -> None:
+    """Trust steps and the baseline's parameters have no Python defaults: an experiment that
+    leaves one out is a configuration error naming it (the numbers and their source live in
+    experiments/baseline.yaml)."""
+    data = experiments.data()
+    section = data
+    for key in drop[:-1]:
+        section = section[key]
+    del section[drop[-1]]
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        experiments.config(data=data)
+
+
+def test_an_llm_experiment_needs_no_baseline_parameters(experiments, repo_root) -> None:
+    data = experiments.data()
+    del data["decision"]["baseline"]
+    data["decision"]["maker"] = "llm"
+    data["llm"] = {"backend": "scripted", "model": "governance-paths",
+                   "script": str(repo_root / "tests" / "fixtures" / "scripted_governance.yaml")}
+    assert experiments.config(data=data).decision.baseline is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import yaml
 
 from governed_broker.config import load_agent_types
 from governed_broker.config.world import BaselineParams
@@ -13,11 +14,16 @@ from governed_broker.sim import BaselineDecisionMaker, FloodModel
 ACTIONS = ("do_nothing", "buy_insurance", "elevate_house", "relocate")
 
 
+def params(repo_root, **changes) -> BaselineParams:
+    """The shipped baseline parameters (``experiments/baseline.yaml``) with ``changes``."""
+    data = yaml.safe_load((repo_root / "experiments" / "baseline.yaml").read_text())
+    return BaselineParams.model_validate({**data["decision"]["baseline"], **changes})
+
+
 @pytest.fixture
 def maker(repo_root) -> BaselineDecisionMaker:
     types = load_agent_types(repo_root / "agent_types.yaml")
-    return BaselineDecisionMaker(BaselineParams(source="t", implementation_probability=1.0),
-                                 types, seed=1)
+    return BaselineDecisionMaker(params(repo_root, implementation_probability=1.0), types, seed=1)
 
 
 def situation(agent_id=1, *, ysf=None, savings=50_000.0, prob=0.2, insured=False,
@@ -81,11 +87,11 @@ def test_never_proposes_disallowed_or_unaffordable(maker) -> None:
 
 def test_implementation_delay_is_seeded(repo_root) -> None:
     types = load_agent_types(repo_root / "agent_types.yaml")
-    params = BaselineParams(source="t", implementation_probability=0.5)
+    halfway = params(repo_root, implementation_probability=0.5)
     batch = [situation(i, ysf=0) for i in range(1, 201)]
-    a = [d.action for d in BaselineDecisionMaker(params, types, 1).decide(batch)]
-    b = [d.action for d in BaselineDecisionMaker(params, types, 1).decide(batch)]
-    c = [d.action for d in BaselineDecisionMaker(params, types, 2).decide(batch)]
+    a = [d.action for d in BaselineDecisionMaker(halfway, types, 1).decide(batch)]
+    b = [d.action for d in BaselineDecisionMaker(halfway, types, 1).decide(batch)]
+    c = [d.action for d in BaselineDecisionMaker(halfway, types, 2).decide(batch)]
     assert a == b and a != c
     assert 0.3 < np.mean([x != "do_nothing" for x in a]) < 0.7
 
