@@ -33,9 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 import yaml
 from pydantic import Field, ValidationError, model_validator
+from scipy import stats
 
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.schema import effects_of
@@ -307,3 +309,85 @@ def fit_to_benchmarks(agents: pd.DataFrame, bench: BenchmarkSet | None = None) -
         flags=_flags(agents, bench, table),
         benchmarks_version=bench.version,
     )
+
+
+@dataclass
+class ReplicateFit:
+    """The fit of replicate runs (e.g. seeds) of one experiment to a benchmark set.
+
+    Attributes:
+        table: One row per target: ``id, name, n, mean, ci_low, ci_high, low, high, weight,
+            share_in_range, status`` (mean and Student-t interval of the measured value over
+            the replicates where it is computable; ``status`` judges the mean:
+            in_range / out_of_range / not_computable; ``share_in_range``: share of
+            replicates in range).
+        scores: The score of every replicate (NaN where none is computable).
+        score_mean, score_ci: Mean score and its interval (NaN bounds with one replicate).
+        passed: ``score_mean >= pass_mark`` (None when no replicate has a score).
+        confidence: Level of the intervals.
+    """
+
+    table: pd.DataFrame
+    scores: list[float]
+    score_mean: float | None
+    score_ci: tuple[float, float]
+    pass_mark: float
+    passed: bool | None
+    confidence: float
+    benchmarks_version: str
+    metric_version: str = METRIC_VERSION
+
+
+def mean_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t confidence interval of ``values`` (NaN entries dropped).
+
+    Returns:
+        ``(mean, low, high)``; the bounds are NaN with fewer than two values (never a fake
+        zero width), all three NaN with none.
+    """
+    data = np.asarray([v for v in values if v is not None and not np.isnan(v)], dtype=float)
+    if data.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(data.mean())
+    if data.size < 2:
+        return mean, float("nan"), float("nan")
+    half = float(stats.t.ppf((1 + confidence) / 2, data.size - 1) * data.std(ddof=1)
+                 / np.sqrt(data.size))
+    return mean, mean - half, mean + half
+
+
+def fit_replicates(tables: list[pd.DataFrame], bench: BenchmarkSet | None = None,
+                   confidence: float = 0.95) -> ReplicateFit:
+    """``fit_to_benchmarks`` on every replicate run, summarised with intervals.
+
+    Args:
+        tables: Typed agent tables of replicate runs (same experiment, different seeds).
+        bench: Benchmarks (default: ``load_benchmarks()``).
+        confidence: Level of the Student-t intervals across replicates.
+    """
+    if not tables:
+        raise AnalysisInputError("fit_replicates needs at least one run")
+    bench = bench or load_benchmarks()
+    fits = [fit_to_benchmarks(agents, bench) for agents in tables]
+    rows = []
+    for target in bench.targets:
+        values = [float(f.table.set_index("id").loc[target.id, "value"]) for f in fits]
+        present = [v for v in values if v == v]
+        mean, low_ci, high_ci = mean_interval(present, confidence)
+        low, high = target.range
+        rows.append({
+            "id": target.id, "name": target.name, "n": len(present), "mean": mean,
+            "ci_low": low_ci, "ci_high": high_ci, "low": low, "high": high,
+            "weight": target.weight,
+            "share_in_range": (sum(low <= v <= high for v in present) / len(present)
+                               if present else float("nan")),
+            "status": _status(mean if present else None, low, high),
+        })
+    scores = [float("nan") if f.score is None else f.score for f in fits]
+    score_mean, score_low, score_high = mean_interval(scores, confidence)
+    has_score = score_mean == score_mean
+    return ReplicateFit(
+        table=pd.DataFrame(rows), scores=scores,
+        score_mean=score_mean if has_score else None, score_ci=(score_low, score_high),
+        pass_mark=bench.pass_mark, passed=(score_mean >= bench.pass_mark) if has_score else None,
+        confidence=confidence, benchmarks_version=bench.version)

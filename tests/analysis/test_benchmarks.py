@@ -92,3 +92,19 @@ def test_invalid_benchmarks_file(tmp_path: Path):
     bad.write_text(yaml.safe_dump(data))
     with pytest.raises(AnalysisInputError, match="nonsense"):
         load_benchmarks(bad)
+
+
+def test_replicates_summarised_with_intervals():
+    from governed_broker.analysis.benchmarks import fit_replicates, mean_interval
+
+    fit = fit_replicates([_run(), _run(), _run()], load_benchmarks())
+    single = fit_to_benchmarks(_run(), load_benchmarks())
+    assert fit.scores == pytest.approx([single.score] * 3)
+    assert fit.score_mean == pytest.approx(single.score)
+    assert fit.score_ci == pytest.approx((single.score, single.score))  # no spread
+    row = fit.table.set_index("id").loc["B1"]
+    assert row["n"] == 3 and row["mean"] == pytest.approx(1 / 3) and row["status"] == "in_range"
+    assert fit.table.set_index("id").loc["B6", "status"] == "not_computable"
+    mean, low, high = mean_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and (low, high) == pytest.approx((2 - 2.4843, 2 + 2.4843), abs=1e-3)
+    assert math.isnan(mean_interval([1.0])[1])
