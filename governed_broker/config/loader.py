@@ -52,7 +52,7 @@ POPULATION_COLUMNS: dict[str, str] = {
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """Split ``a.b.c=value`` into a key path and a YAML-parsed value."""
+    """Split ``a.b.c=value`` into a key path and a YAML-parsed value (``null``: None)."""
     if "=" not in text:
         raise ConfigError(f"--set {text!r}: expected KEY.PATH=VALUE (e.g. seed=7)")
     key, raw = text.split("=", 1)
@@ -66,7 +66,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 def apply_overrides(
     data: dict[str, Any], overrides: Iterable[str], model: type[BaseModel], source: Path
 ) -> dict[str, Any]:
-    """Apply ``--set`` overrides to raw YAML data, checking each path against ``model``."""
+    """Apply ``--set`` overrides to raw YAML data, checking each path against ``model``.
+
+    ``KEY.PATH=null`` removes the key (the setting returns to its default), as ``key: null``
+    does in a file that ``extends:`` another.
+    """
     for text in overrides:
         parts, value = parse_override(text)
         annotation: Any = model
@@ -81,7 +85,10 @@ def apply_overrides(
                     f"--set {text!r}: unknown setting '{dotted}' for {source}{hint}"
                 )
             if depth == len(parts) - 1:
-                node[key] = value
+                if value is None:  # `--set a.b=null` removes the key, as `b: null` does
+                    node.pop(key, None)
+                else:
+                    node[key] = value
                 break
             nxt = node.get(key)
             if nxt is None:

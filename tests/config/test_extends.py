@@ -55,3 +55,15 @@ def test_bad_extends_is_a_clear_error(exps: Path, text: str, message: str) -> No
     (exps / "loop.yaml").write_text(text + "name: loop\n")
     with pytest.raises(ConfigError, match=message):
         load_experiment(exps / "loop.yaml")
+
+
+def test_set_null_removes_a_key_as_extends_does(exps: Path) -> None:
+    base = load_experiment(exps / "baseline.yaml")
+    assert base.relocation.buyout_share != 1.0
+    cleared = load_experiment(exps / "baseline.yaml", ["relocation.buyout_share=null"])
+    assert cleared.relocation.buyout_share == 1.0  # the field's default
+    (exps / "child.yaml").write_text(
+        "extends: baseline.yaml\nname: child\nrelocation: {buyout_share: null}\n")
+    assert load_experiment(exps / "child.yaml").relocation == cleared.relocation
+    with pytest.raises(ConfigError, match="insurance"):  # a required setting cannot go
+        load_experiment(exps / "baseline.yaml", ["insurance=null"])
