@@ -9,21 +9,40 @@ targets in range::
 
 (the lineage's "EPI"). Targets that cannot be computed never count as passed or failed.
 
-Measures (fractions 0..1; "end" = active, non-relocated households after execution in the last
-simulated year):
+Measures (fractions 0..1 unless a unit is given; "end" = active, non-relocated households
+after execution in the last simulated year):
 
-================================  ============================================================
-``insured_share_sfha_end``        insured share of end households in ``sfha_zones``
-``insured_share_end``             insured share of end households, all zones
-``elevated_share_end``            elevated share of end households
-``relocated_share_end``           relocated share of the initial population by the last year
-``post_flood_inaction``           executed ``do_nothing`` share of flooded household-years
-``mg_nmg_gap``                    ever-adapted share of non-marginalised minus marginalised
-                                  households (needs a boolean ``marginalised`` column)
-``repetitive_loss_uninsured``     uninsured share of end households with >= 2 floods
-``annual_lapse``                  share of household-years with a policy in force
-                                  (``insured_before``) that did not renew (not relocating)
-================================  ============================================================
+=================================  ===========================================================
+``insured_share_sfha_end``         insured share of end households in ``sfha_zones``
+``insured_share_end``              insured share of end households, all zones
+``elevated_share_end``             elevated share of end households
+``relocated_share_end``            share of the initial population that relocated by choice
+                                   by the last year (forced sales are not relocations)
+``post_flood_inaction``            executed no-effect share of the flooded household-years of
+                                   households that could act: not elevated before the flood,
+                                   some protective action open and affordable
+                                   (``could_protect``), and not a broker fallback
+                                   (``analysis.responses.post_flood_inaction`` reports the
+                                   others apart)
+``mg_nmg_gap``                     ever-adapted share of non-marginalised minus marginalised
+                                   households (needs a boolean ``marginalised`` column)
+``repetitive_loss_uninsured``      uninsured share of end households with >= 2 floods
+``annual_lapse``                   share of household-years with a policy in force
+                                   (``insured_before``) that did not renew (not relocating)
+``post_flood_policy_rise``         relative change of the policies a zone holds in the year of
+                                   a flood reaching its homes: policies for next year
+                                   (``insured_after``, stayers) over the policies in force that
+                                   year (``insured_before``) minus 1, mean over such zone-years
+``post_flood_rise_years``          years (unit) until a zone's policies are back at or below
+                                   their level before a flood that raised them, mean over
+                                   floods followed by no other flood in the zone until then
+                                   (floods whose rise outlasts the run or another flood are
+                                   left out)
+``median_policy_tenure``           years (unit): Kaplan-Meier median length of the policies
+                                   bought during the run (a spell ends when the household lets
+                                   it lapse; it is censored when the run ends or the household
+                                   leaves)
+=================================  ===========================================================
 """
 
 from __future__ import annotations
@@ -40,7 +59,7 @@ from pydantic import Field, ValidationError, model_validator
 from scipy import stats
 
 from governed_broker.analysis.errors import AnalysisInputError
-from governed_broker.analysis.schema import effects_of
+from governed_broker.analysis.responses import post_flood_rows
 from governed_broker.analysis.trajectories import household_states
 from governed_broker.analysis.version import METRIC_VERSION
 from governed_broker.config.base import StrictModel
@@ -49,12 +68,13 @@ DEFAULT_BENCHMARKS = Path(__file__).resolve().parents[2] / "configs" / "benchmar
 
 
 class Target(StrictModel):
-    """One empirical target."""
+    """One empirical target (``unit``: ``fraction``, a share in 0..1, or ``years``)."""
 
     id: str
     name: str
     measure: str
     range: tuple[float, float]
+    unit: Literal["fraction", "years"] = "fraction"
     weight: float = Field(gt=0)
     source: str = Field(min_length=1)
     requires: str | None = None
@@ -62,8 +82,10 @@ class Target(StrictModel):
     @model_validator(mode="after")
     def _check_range(self) -> Target:
         low, high = self.range
-        if not 0 <= low <= high <= 1:
-            raise ValueError(f"range must satisfy 0 <= low <= high <= 1, got {list(self.range)}")
+        top = 1 if self.unit == "fraction" else float("inf")
+        if not 0 <= low <= high <= top:
+            raise ValueError(f"range must satisfy 0 <= low <= high <= {top} ({self.unit}), got "
+                             f"{list(self.range)}")
         if self.measure not in MEASURES:
             raise ValueError(f"unknown measure {self.measure!r}; known: {sorted(MEASURES)}")
         return self
@@ -151,15 +173,17 @@ def _elevated_share_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureVal
 
 
 def _relocated_share_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
-    states = household_states(agents)
-    last = states[states["year"] == states["year"].max()]
-    return _share(last["state"] == "relocated", "households")
+    population = agents.loc[agents["year"] == agents["year"].min(), "agent_id"].nunique()
+    left = agents[agents["relocated_after"].astype(bool) & ~agents["forced_sale"].astype(bool)]
+    if population == 0:
+        return MeasureValue(None, 0, "no households")
+    return MeasureValue(left["agent_id"].nunique() / population, int(population))
 
 
 def _post_flood_inaction(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
-    flooded = agents[agents["flooded"].astype(bool)]
-    inaction = effects_of(flooded, "executed_action") == "none"
-    return _share(inaction, "flooded household-years")
+    rows = post_flood_rows(agents)
+    counted = rows[rows["group"] == "could_act"]
+    return _share(counted["inaction"], "flooded household-years of households that could act")
 
 
 def _mg_nmg_gap(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
@@ -187,6 +211,90 @@ def _annual_lapse(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
     return _share(~rows["insured_after"].astype(bool), "household-years with a policy in force")
 
 
+def _zone_policies(agents: pd.DataFrame) -> pd.DataFrame:
+    """Per zone and year: policies in force (``before``), policies for next year held by the
+    households that stay (``after``) and whether a flood reached a home of the zone."""
+    stay = ~agents["relocated_after"].astype(bool)
+    frame = pd.DataFrame({
+        "year": agents["year"].astype(int), "zone": agents["flood_zone"],
+        "before": agents["insured_before"].astype(int),
+        "after": (agents["insured_after"].astype(bool) & stay).astype(int),
+        "flood": agents["flooded"].astype(bool)})
+    return frame.groupby(["zone", "year"]).agg(before=("before", "sum"), after=("after", "sum"),
+                                               flood=("flood", "any")).reset_index()
+
+
+def _post_flood_policy_rise(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    zy = _zone_policies(agents)
+    floods = zy[zy["flood"] & (zy["before"] > 0)]
+    if floods.empty:
+        return MeasureValue(None, 0, "no flood reached a zone holding policies")
+    rise = floods["after"] / floods["before"] - 1.0
+    return MeasureValue(float(rise.mean()), int(len(floods)))
+
+
+def _post_flood_rise_years(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    durations = []
+    for _, zone in _zone_policies(agents).groupby("zone"):
+        zone = zone.sort_values("year").reset_index(drop=True)
+        for i in np.flatnonzero(zone["flood"].to_numpy()):
+            level = zone.loc[i, "before"]
+            if zone.loc[i, "after"] <= level:
+                continue  # no rise to decay
+            for j in range(i + 1, len(zone)):
+                if zone.loc[j, "flood"]:
+                    break  # another flood first: censored
+                if zone.loc[j, "after"] <= level:
+                    durations.append(int(zone.loc[j, "year"] - zone.loc[i, "year"]))
+                    break
+    if not durations:
+        return MeasureValue(None, 0, "no post-flood rise that decayed within the run")
+    return MeasureValue(float(np.mean(durations)), len(durations))
+
+
+def policy_spells(agents: pd.DataFrame) -> pd.DataFrame:
+    """Policies bought during the run: ``agent_id, start, years, ended`` (``ended`` False:
+    censored by the end of the run or by the household leaving)."""
+    rows = agents.sort_values(["agent_id", "year"])
+    spells = []
+    for agent_id, own in rows.groupby("agent_id"):
+        start = None
+        for year, before, after, left in zip(own["year"], own["insured_before"],
+                                             own["insured_after"], own["relocated_after"],
+                                             strict=True):
+            if start is None and after and not before:
+                start = int(year)
+            elif start is not None and not after:
+                spells.append((agent_id, start, int(year) - start, not left))
+                start = None
+        if start is not None:
+            spells.append((agent_id, start, int(own["year"].max()) - start + 1, False))
+    return pd.DataFrame(spells, columns=["agent_id", "start", "years", "ended"])
+
+
+def kaplan_meier_median(years: pd.Series, ended: pd.Series) -> float | None:
+    """Median of right-censored durations (years): the first duration at which the
+    Kaplan-Meier survival falls to 0.5 or below; None when it never does."""
+    survival = 1.0
+    for t in sorted(years[ended].unique()):
+        at_risk = int((years >= t).sum())
+        lapses = int(((years == t) & ended).sum())
+        survival *= 1.0 - lapses / at_risk
+        if survival <= 0.5:
+            return float(t)
+    return None
+
+
+def _median_policy_tenure(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    spells = policy_spells(agents)
+    if spells.empty:
+        return MeasureValue(None, 0, "no policy bought during the run")
+    median = kaplan_meier_median(spells["years"], spells["ended"].astype(bool))
+    if median is None:
+        return MeasureValue(None, len(spells), "more than half the policies outlast the run")
+    return MeasureValue(median, len(spells))
+
+
 MEASURES: dict[str, Callable[[pd.DataFrame, BenchmarkSet], MeasureValue]] = {
     "insured_share_sfha_end": _insured_share_sfha_end,
     "insured_share_end": _insured_share_end,
@@ -196,6 +304,9 @@ MEASURES: dict[str, Callable[[pd.DataFrame, BenchmarkSet], MeasureValue]] = {
     "mg_nmg_gap": _mg_nmg_gap,
     "repetitive_loss_uninsured": _repetitive_loss_uninsured,
     "annual_lapse": _annual_lapse,
+    "post_flood_policy_rise": _post_flood_policy_rise,
+    "post_flood_rise_years": _post_flood_rise_years,
+    "median_policy_tenure": _median_policy_tenure,
 }
 
 

@@ -14,13 +14,26 @@ the flooded households with that of the dry ones of the same zone:
 
 A positive difference means flooded households insure more than their dry neighbours in the
 year of the flood.
+
+``post_flood_inaction`` asks what flooded households did, in four groups: those that could act
+(not elevated before the flood, some protective action open and affordable, and a decision of
+their own), the already elevated, those with no protective action they could take or pay for,
+and those for whom the broker executed its fallback. Only the first is behaviour in the sense
+of the B5 benchmark (``analysis.benchmarks``); the others are state or broker outcomes and are
+reported apart.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from governed_broker.analysis.schema import effects_of
 from governed_broker.analysis.version import stamp
+from governed_broker.contracts.decision import FALLBACK_STATUSES
+
+#: The groups of flooded household-years, in order (see the module docstring).
+FLOOD_GROUPS = ("could_act", "elevated", "no_means", "fallback")
 
 
 def insurance_response(agents: pd.DataFrame, same_zone: bool = True) -> pd.DataFrame:
@@ -57,3 +70,34 @@ def insurance_response(agents: pd.DataFrame, same_zone: bool = True) -> pd.DataF
     out["n_dry"] = out["n_dry"].astype(int)
     out["difference"] = out["change_flooded"] - out["change_dry"]
     return stamp(out.reset_index()[columns])
+
+
+def post_flood_rows(agents: pd.DataFrame) -> pd.DataFrame:
+    """Every flooded household-year: ``year, agent_id, group`` (``FLOOD_GROUPS``) and
+    ``inaction`` (the executed action has no effect)."""
+    flooded = agents[agents["flooded"].astype(bool)]
+    fallback = flooded["status"].isin(FALLBACK_STATUSES).to_numpy()
+    elevated = flooded["elevated_before"].astype(bool).to_numpy()
+    means = flooded["could_protect"].astype(bool).to_numpy()
+    group = np.select([fallback, elevated, ~means], ["fallback", "elevated", "no_means"],
+                      "could_act")
+    return pd.DataFrame({"year": flooded["year"].astype(int).to_numpy(),
+                         "agent_id": flooded["agent_id"].astype(int).to_numpy(), "group": group,
+                         "inaction": (effects_of(flooded, "executed_action") == "none")
+                         .to_numpy(dtype=bool)})
+
+
+def post_flood_inaction(agents: pd.DataFrame) -> pd.DataFrame:
+    """Inaction after a flood, by group (``FLOOD_GROUPS``).
+
+    Returns:
+        One row per group: ``group``, ``n`` (flooded household-years), ``n_inaction`` and
+        ``share_inaction`` (fraction 0..1; NaN for an empty group).
+    """
+    rows = post_flood_rows(agents)
+    out = []
+    for group in FLOOD_GROUPS:
+        part = rows.loc[rows["group"] == group, "inaction"]
+        out.append({"group": group, "n": int(len(part)), "n_inaction": int(part.sum()),
+                    "share_inaction": float(part.mean()) if len(part) else float("nan")})
+    return stamp(pd.DataFrame(out))

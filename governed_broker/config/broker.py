@@ -206,17 +206,22 @@ class RuleCondition(StrictModel):
         state: Tests on ``HouseholdSituation`` fields (``elevated: true``,
             ``tenure: [renter]``, ``neighbour_shares.elevated: {gt: 0.5}``).
         affordable: The proposed action's affordability (``false``: the household cannot pay).
+        can_protect: Whether the household could take a protective action this year (one
+            whose effect is protective is among its allowed actions and affordable); ``true``
+            keeps a rule about inaction from re-asking a household that has no protective
+            choice left.
     """
 
     threat: list[str] | None = None
     coping: list[str] | None = None
     state: dict[str, StateTest] = {}
     affordable: bool | None = None
+    can_protect: bool | None = None
 
     @model_validator(mode="after")
     def _not_empty(self) -> RuleCondition:
         if self.threat is None and self.coping is None and not self.state and (
-            self.affordable is None
+            self.affordable is None and self.can_protect is None
         ):
             raise ValueError("a rule condition ('when') needs at least one test")
         return self
@@ -224,7 +229,7 @@ class RuleCondition(StrictModel):
     @property
     def labels_only(self) -> bool:
         """Whether the condition depends on the appraisal labels alone (a thinking rule)."""
-        return not self.state and self.affordable is None
+        return not self.state and self.affordable is None and self.can_protect is None
 
 
 class RuleSeverity(StrictModel):
@@ -258,6 +263,11 @@ class GovernanceRule(StrictModel):
         severity: Per-profile severity.
         message: Feedback sent to the LLM and written to the audit; ``$placeholders`` from
             ``RULE_MESSAGE_PLACEHOLDERS`` are filled in first.
+        on_exhausted: What happens when the rule, as an ERROR, is still violated after the
+            last re-ask: ``fallback`` executes the fallback action (status ``rejected``);
+            ``keep`` executes the model's final proposal when the world allows it and records
+            the violation (status ``unresolved``). Identity and financial rules always fall
+            back: their proposals cannot be executed.
         source: Where the rule comes from.
     """
 
@@ -267,7 +277,15 @@ class GovernanceRule(StrictModel):
     when: RuleCondition
     severity: RuleSeverity
     message: str = Field(min_length=1)
+    on_exhausted: Literal["fallback", "keep"] = "fallback"
     source: str = ""
+
+    @model_validator(mode="after")
+    def _keep_only_thinking_or_social(self) -> GovernanceRule:
+        if self.on_exhausted == "keep" and self.category in ("identity", "financial"):
+            raise ValueError(f"rule {self.id!r}: on_exhausted 'keep' is for thinking and social "
+                             f"rules; a {self.category} rule's proposal cannot be executed")
+        return self
 
     @model_validator(mode="after")
     def _check_message(self) -> GovernanceRule:

@@ -189,7 +189,6 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
     check_combinations(config, source, agent_types)
     _field(source, "damage.table",
            lambda: load_damage_table(config.resolve_path(config.damage.table)))
-    hazard_zones = _field(source, "hazard.file", lambda: hazard_zone_names(config))
     if config.population.file is not None:
         frame = _field(source, "population.file", lambda: read_population_csv(
             config.resolve_path(config.population.file)))
@@ -197,14 +196,15 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
     else:
         frame = None
         pop_zones = set(config.population.generate.zone_shares)
-    if config.hazard.mode == "stochastic":
-        missing = sorted(pop_zones - hazard_zones)
+    if config.hazard.mode in ("fixed", "stochastic"):
+        missing = sorted(pop_zones - set(config.hazard.zones))
         if missing:
             raise ConfigError(
                 f"{source}: field 'hazard.zones': population zone(s) {zone_names(missing)} "
-                f"have no hazard entry; defined zones: {zone_names(hazard_zones)}"
+                f"have no entry in the hazard map; defined zones: "
+                f"{zone_names(config.hazard.zones)}"
             )
-    else:
+    if config.hazard.mode == "fixed":
         check_fixed_schedule(config, source, pop_zones)
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
@@ -358,13 +358,6 @@ def check_combinations(config: ExperimentConfig, source: Path,
     elif config.memory.overrides:
         raise ConfigError(f"{source}: field 'memory.overrides': set, but memory.engine is "
                           "'none', so they would change nothing; remove them or choose an engine")
-
-
-def hazard_zone_names(config: ExperimentConfig) -> set[str]:
-    """Zones the hazard section defines (fixed: zones named in any event)."""
-    if config.hazard.mode == "stochastic":
-        return set(config.hazard.zones)
-    return {z for e in fixed_events(config) for z in e.depth_m}
 
 
 def check_fixed_schedule(config: ExperimentConfig, source: Path, pop_zones: set[str]) -> None:

@@ -67,7 +67,8 @@ def situation() -> HouseholdSituation:
         action_costs_usd={"do_nothing": 0.0, "buy_insurance": 1_210.0,
                           "elevate_house": 40_000.0, "relocate": 10_000.0},
         affordable={a: True for a in actions}, allowed_actions=actions,
-        trust_insurance=0.3, trust_neighbours=0.5, memories=tuple(_memories()),
+        trust_insurance=0.3, trust_neighbours=0.5, debt_usd=0.0, unrepaired_damage_usd=0.0,
+        memories=tuple(_memories()),
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from governed_broker.config.memory import MemoryConfig, MemoryParams
-from governed_broker.contracts.effects import EFFECTS, NO_EFFECT, EffectTraits
+from governed_broker.contracts.effects import NO_EFFECT, EffectTraits, traits_of
 from governed_broker.memory.consolidation import ConsolidationReport, consolidate
 from governed_broker.memory.embedding import Embedder
 from governed_broker.memory.engine import make_engine, restore_engine
@@ -173,6 +173,8 @@ class HouseholdMemory:
         emotion = None
         if not executed:
             key, emotion = "decision_refused", "strategic"
+        elif effect.insures and effect.elevates:
+            key = "decision_elevated_insured"
         elif effect.insures and self.insured:
             key, emotion = "decision_renewed", "routine"
         elif effect.insures:
@@ -201,7 +203,7 @@ class HouseholdMemory:
     def _traits(self, action: str) -> EffectTraits:
         """The effect of ``action``; an id outside the domain (a refused proposal) does
         nothing."""
-        return EFFECTS[self.action_effects.get(action, NO_EFFECT)]
+        return traits_of(self.action_effects.get(action, NO_EFFECT))
 
     def add_insight(self, content: str, year: int) -> MemoryItem:
         """A reflection insight (importance 10, own retrieval slots)."""

@@ -32,10 +32,12 @@ def test_child_merges_mappings_and_replaces_values(exps: Path) -> None:
 
 def test_null_removes_an_inherited_key(exps: Path) -> None:
     (exps / "child.yaml").write_text(
-        "extends: baseline.yaml\nname: child\nhazard:\n  mode: fixed\n  zones: null\n"
+        "extends: baseline.yaml\nname: child\nhazard:\n  mode: fixed\n"
         "  household_sigma: null\n  events: [{year: 2, depth_m: {high: 1.0}}]\n")
     config = load_experiment(exps / "child.yaml")
     assert config.hazard.mode == "fixed" and config.hazard.events[0].year == 2
+    assert config.hazard.household_sigma == 0.0  # the default, not the inherited 0.5
+    assert config.hazard.zones == load_experiment(exps / "baseline.yaml").hazard.zones
 
 
 def test_grandchild_chain_and_overrides(exps: Path) -> None:
