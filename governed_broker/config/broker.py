@@ -37,10 +37,12 @@ class ContextConfig(StrictModel):
             the default 4,096-token context window.
         max_memories: Most retrieved memories shown in one prompt (the memory engine already
             bounds retrieval; this guards the budget).
-        max_reason_chars: Longest ``reason`` string the response schema allows. Short
-            reasons save generation time on CPU: 100 characters is one short sentence (~18
-            words; local_llm.md section 5 recommends ~100); the embedded 0.5B model otherwise
-            writes 100-200 characters per reason, and a longer one is cut mid-sentence.
+        max_reason_chars: The length a ``reason`` is asked to keep to. Short reasons save
+            generation time on CPU: 100 characters is one short sentence (~18 words;
+            local_llm.md section 5 recommends ~100). The response schema's limit is three times
+            it (``cognition.sentences.hard_cap``), so that a sentence is never stopped halfway;
+            a longer reason keeps its leading whole sentences (at least the first), a recorded
+            repair.
     """
 
     prompts_dir: Path = Path("../configs/prompts")
@@ -88,7 +90,9 @@ class ReflectionConfig(StrictModel):
             003, "3 short insights".
         max_memories: Most memories of the year shown in one reflection prompt, most
             important first. source: the lineage used 10 memories per reflection.
-        max_insight_chars: Longest insight the schema allows.
+        max_insight_chars: The length an insight is asked to keep to (the schema allows three
+            times it; a longer insight keeps its leading whole sentences, one stopped
+            mid-sentence by the schema's limit is rejected).
         max_parse_retries: Re-asks after an unparseable reflection reply; when exhausted the
             reflection is recorded as failed and no insight is stored.
         temperature: Sampling temperature of reflection calls; ``None`` uses ``llm.temperature``.

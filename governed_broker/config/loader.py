@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.base import ConfigError, excerpt
+from governed_broker.config.claims import load_claims
 from governed_broker.config.cost import check_run_limits
 from governed_broker.config.damage import load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
@@ -255,9 +256,11 @@ def check_input_files(config: ExperimentConfig, source: Path) -> None:
     if llm:
         prompts = config.resolve_path(config.governance.context.prompts_dir)
         templates = ["household.yaml"] + (["reflection.yaml"] if config.reflection.enabled else [])
-        for name in templates:
-            _readable(source, "governance.context.prompts_dir", prompts / name,
-                      "prompt template file", dict)
+        read = {name: _readable(source, "governance.context.prompts_dir", prompts / name,
+                                "prompt template file", dict) for name in templates}
+        if "reflection.yaml" in read:
+            _field(source, "governance.context.prompts_dir", lambda: load_claims(
+                read["reflection.yaml"].get("claims", []), str(prompts / "reflection.yaml")))
     if llm and config.llm is not None:
         check_llm_files(config, source)
     if llm and config.rag.enabled:

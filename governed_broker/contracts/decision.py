@@ -155,8 +155,11 @@ class ReflectiveMemory(Protocol):
         """Every memory item held."""
         ...
 
-    def add_insight(self, content: str, year: float) -> Remembered:
-        """Store an insight formed at the end of ``year``; returns the stored item."""
+    def add_insight(self, content: str, year: float, *, salience: float = 1.0,
+                    sources: Sequence[str] = ()) -> Remembered:
+        """Store an insight formed at the end of ``year`` from the memories ``sources``, at a
+        ``salience`` (0..1, the highest importance among them) that scales its importance;
+        returns the stored item."""
         ...
 
 

@@ -19,7 +19,7 @@ at decision time -> action -> success) and the metacognitive record.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -205,9 +205,11 @@ class HouseholdMemory:
         nothing."""
         return traits_of(self.action_effects.get(action, NO_EFFECT))
 
-    def add_insight(self, content: str, year: int) -> MemoryItem:
-        """A reflection insight (importance 10, own retrieval slots)."""
-        return self.engine.add_insight(content, year)
+    def add_insight(self, content: str, year: int, *, salience: float = 1.0,
+                    sources: Sequence[str] = ()) -> MemoryItem:
+        """A reflection insight (importance ``insight_importance`` x salience, own retrieval
+        slots)."""
+        return self.engine.add_insight(content, year, salience=salience, sources=sources)
 
     # ----------------------------------------------------------------------------- yearly
     def retrieve(self, year: int) -> list[MemoryItem]:
