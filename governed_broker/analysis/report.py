@@ -131,10 +131,18 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
         "<h2>PMT coherence (irrational-behaviour rate)</h2>", _table(s.irrational_overall),
         "<h3>Executed actions by year</h3>", _table(s.irrational_executed),
         "<h3>Proposed actions by year</h3>", _table(s.irrational_proposed),
+        "<h2>After floods</h2>",
+        "<p>Insurance change of flooded minus dry households of the same zone and year:</p>",
+        _table(s.flood_responses),
+        "<p>Inaction of flooded households, by what they could do (only <i>could_act</i> "
+        "counts for B5):</p>", _table(s.post_flood),
         "<h2>Infeasible proposals</h2>", _table(infeasible),
         "<h2>Governance workload</h2>",
         _img(figure_to_png(plot_governance(s.workload)), "governance workload"),
         _table(s.workload),
+        *([] if s.label_changes is None else [
+            "<h3>Appraisal labels changed on governance re-asks</h3>",
+            _table(pd.DataFrame([s.label_changes]))]),
         "<h2>Decision diversity (normalised entropy of executed actions)</h2>",
         f"<p>All years pooled: {s.entropy_overall:.3f}</p>", _table(s.entropy),
         "<h2>Manifest</h2>",

@@ -37,7 +37,7 @@ POPULATION_COLUMNS: dict[str, str] = {
     "tenure": "tenure",
     "flood_zone": "str",
     "income_usd": "nonneg",
-    "savings_usd": "float",
+    "savings_usd": "nonneg",
     "structure_value_usd": "nonneg",
     "contents_value_usd": "nonneg",
     "elevated": "bool",
@@ -472,12 +472,9 @@ def _convert_column(path: Path, values: pd.Series, col: str, kind: str) -> pd.Se
     if kind == "nonneg":
         ok &= (numbers >= 0) & (numbers <= MAX_USD)
         allowed = f"a number in [0, {MAX_USD:g}] (USD) is required"
-    elif kind == "unit":
+    else:  # unit
         ok &= (numbers >= 0) & (numbers <= 1)
         allowed = "a number in [0, 1] is required"
-    else:
-        ok &= numbers.abs() <= MAX_USD
-        allowed = f"a number in [-{MAX_USD:g}, {MAX_USD:g}] (USD) is required"
     if not ok.all():
         raise bad(int((~ok).to_numpy().argmax()), allowed)
     return numbers.astype(float)
