@@ -14,7 +14,7 @@ interval across the runs:
    insure more), and the share of such zone-years where it is positive; also the same
    comparison over all zones of a year (computable when a flood reaches every home of a zone);
 2. debt: the share of households active at the end whose debt exceeds one year's income
-   (``analysis.finance.debt_usd``);
+   (``analysis.debt.debt_usd``);
 3. insurance by zone at the end (insured share of the households active in the last year);
 4. the benchmark fit (``analysis.benchmarks.fit_replicates``): score per run, its mean and
    interval against the pass mark, and each target's mean and interval.
@@ -31,7 +31,7 @@ import pandas as pd
 
 from governed_broker.analysis import load_run
 from governed_broker.analysis.benchmarks import fit_replicates, mean_interval
-from governed_broker.analysis.finance import debt_usd
+from governed_broker.analysis.debt import debt_usd
 from governed_broker.analysis.responses import insurance_response
 from governed_broker.config import load_experiment
 from governed_broker.runner import run_experiment

@@ -307,6 +307,9 @@ class ContextBuilder:
             lines.append(t.render("typical_flood", depth=f"{typical['depth_m']:.1f} m",
                                   damage=money(typical["damage_usd"])))
         lines.append(t.render("savings_line", savings=money(s.savings_usd)))
+        if "spending_room_usd" in s.extra:
+            lines.append(t.render("spending_room_line",
+                                  room=money(float(s.extra["spending_room_usd"]))))
         if s.debt_usd > 0:
             lines.append(t.render("debt_line", debt=money(s.debt_usd)))
         if s.unrepaired_damage_usd > 0:

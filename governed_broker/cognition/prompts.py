@@ -26,6 +26,7 @@ HOUSEHOLD_TEMPLATES: dict[str, frozenset[str]] = {
     "home_values_renter": frozenset({"contents"}),
     "typical_flood": frozenset({"depth", "damage"}),
     "savings_line": frozenset({"savings"}),
+    "spending_room_line": frozenset({"room"}),
     "debt_line": frozenset({"debt"}),
     "unrepaired_line": frozenset({"unrepaired"}),
     "insured_yes": frozenset(),

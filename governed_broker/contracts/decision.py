@@ -82,9 +82,10 @@ class HouseholdSituation:
         unrepaired_damage_usd: Structure damage left unrepaired so far (dollars).
         memories: Memories retrieved for this year (``Remembered``; empty without memory).
         extra: Additional world facts for prompts and the baseline (JSON-serialisable): the
-            world puts ``loss_if_flood_usd`` and ``premium_usd`` per action id and
+            world puts ``loss_if_flood_usd`` and ``premium_usd`` per action id,
             ``typical_flood`` (``depth_m`` of the zone's typical flood, ``damage_usd`` it would
-            do to the home as it stands) there; with memory also ``knowledge_facts`` and
+            do to the home as it stands) and ``spending_room_usd`` (what the household can spend
+            on protection this year) there; with memory also ``knowledge_facts`` and
             ``heuristics``.
     """
 

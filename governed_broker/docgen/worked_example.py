@@ -76,7 +76,8 @@ def situation() -> HouseholdSituation:
                "premium_usd": {"do_nothing": 0.0, "buy_insurance": 1_210.0,
                                "elevate_house": 0.0, "elevate_and_insure": 1_210.0,
                                "relocate": 0.0},
-               "typical_flood": {"depth_m": 0.3, "damage_usd": 52_000.0}},
+               "typical_flood": {"depth_m": 0.3, "damage_usd": 52_000.0},
+               "spending_room_usd": 40_200.0},
     )
 
 

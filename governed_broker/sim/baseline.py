@@ -11,7 +11,9 @@ For each household (vectorised over the batch; docs/decisions.md "Baseline decis
 2. Threat appraisal: ``threat = 1 - exp(-p * L0 / (threat_income_scale * income))`` with
    ``L0`` the loss of a typical flood if the household does nothing.
 3. Coping appraisal (self-efficacy: can it do something?): the largest, over the protective
-   actions it may take, of ``min(1, savings / out-of-pocket cost)``.
+   actions it may take, of ``min(1, room / out-of-pocket cost)``, with ``room`` what the
+   household can spend on protection this year (the world's ``spending_room_usd``: its
+   protection budget from income plus the savings it can spare).
 4. Expected utility of each allowed, affordable action ``a`` (log utility, one year):
    ``EU_a = p ln(W - C_a - L_a) + (1 - p) ln(W - C_a)``, ``W`` = income + savings + structure
    and contents value - debt, ``C_a`` the annualised cost (the premium, plus one-off costs
@@ -122,14 +124,15 @@ class BaselineDecisionMaker:
                                             self.disposition([s.agent_id for s in situations]))
         threat = 1.0 - np.exp(-p_perc * loss[:, self.default]
                               / (self.params.threat_income_scale * np.maximum(income, 1.0)))
-        coping = self._coping(cost, savings, allowed)
+        room = np.fromiter((s.extra["spending_room_usd"] for s in situations), float, n)
+        coping = self._coping(cost, room, allowed)
         choice = self._choose(cost, premium, loss, ok, wealth, p_perc, threat, coping, insured,
                               situations[0].year)
         return self._decisions(situations, choice, threat, coping)
 
-    def _coping(self, cost: np.ndarray, savings: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    def _coping(self, cost: np.ndarray, room: np.ndarray, allowed: np.ndarray) -> np.ndarray:
         protective = allowed & self.protective[None, :]
-        ratio = np.minimum(1.0, np.maximum(savings, 0.0)[:, None] / np.maximum(cost, 1e-9))
+        ratio = np.minimum(1.0, np.maximum(room, 0.0)[:, None] / np.maximum(cost, 1e-9))
         ratio = np.where(cost <= 0, 1.0, ratio)
         return np.where(protective, ratio, 0.0).max(axis=1, initial=0.0)
 

@@ -109,20 +109,25 @@ def spare_savings_usd(fin: FinanceConfig, savings_usd: np.ndarray, income_usd: n
     return np.maximum(savings_usd + fin.saving_share * income_usd - due_usd, 0.0)
 
 
-def affordable(fin: FinanceConfig, cost_usd: np.ndarray, savings_usd: np.ndarray,
-               income_usd: np.ndarray, due_usd: np.ndarray) -> np.ndarray:
-    """Whether a cost can be paid this year without savings falling below zero.
+def spending_room_usd(fin: FinanceConfig, savings_usd: np.ndarray, income_usd: np.ndarray,
+                      due_usd: np.ndarray) -> np.ndarray:
+    """What a household can spend on premiums and measures this year without savings falling
+    below zero: its protection budget plus the savings it can spare (dollars).
 
     Args:
-        cost_usd: Out-of-pocket cost of the choice (dollars).
         savings_usd: Savings at decision time.
         income_usd: Yearly income.
         due_usd: This year's loan payment (``payment_due``).
     """
-    cost = np.asarray(cost_usd, dtype=float)
-    room = protection_budget_usd(fin, income_usd) + spare_savings_usd(fin, savings_usd,
+    return protection_budget_usd(fin, income_usd) + spare_savings_usd(fin, savings_usd,
                                                                       income_usd, due_usd)
-    return (cost <= 0.0) | (cost <= room)
+
+
+def affordable(fin: FinanceConfig, cost_usd: np.ndarray, savings_usd: np.ndarray,
+               income_usd: np.ndarray, due_usd: np.ndarray) -> np.ndarray:
+    """Whether a cost fits the ``spending_room_usd`` (zero-cost choices always do)."""
+    cost = np.asarray(cost_usd, dtype=float)
+    return (cost <= 0.0) | (cost <= spending_room_usd(fin, savings_usd, income_usd, due_usd))
 
 
 @dataclass(frozen=True)

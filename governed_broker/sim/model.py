@@ -353,6 +353,8 @@ class FloodModel(mesa.Model):
                          for key in ("loss", "premium"))
         depth = self.hazard.typical_depth_m[hh.zone_index[idx]].tolist()
         damage = c.typical_damage_usd.tolist()
+        room = finance.spending_room_usd(self.config.finance, hh.savings_usd[idx],
+                                         hh.income_usd[idx], c.payment_due_usd).tolist()
         situations = []
         for j, fields in enumerate(self._stated_facts()):
             memory = None if recalled is None else recalled[j]
@@ -362,6 +364,7 @@ class FloodModel(mesa.Model):
                               "loss_if_flood_usd": dict(zip(acts, loss[j], strict=True)),
                               "premium_usd": dict(zip(acts, premium[j], strict=True)),
                               "typical_flood": {"depth_m": depth[j], "damage_usd": damage[j]},
+                              "spending_room_usd": room[j],
                           }, memory))
             situations.append(build(HouseholdSituation, fields))
         return situations

@@ -91,14 +91,15 @@ def test_situation_facts_and_costs_are_shown():
                        unrepaired_damage_usd=3_000.0,
                        affordable={"do_nothing": True, "buy_insurance": True,
                                    "elevate_house": False, "relocate": False},
-                       extra={"loss_if_flood_usd": LOSSES,
+                       extra={"loss_if_flood_usd": LOSSES, "spending_room_usd": 23_100.0,
                               "typical_flood": {"depth_m": 0.3, "damage_usd": 54_000.0}})
     text = " ".join(user_text(builder().build(s)).split())
     for fact in ("0.80 m deep", "$45,000 of", "insurance paid $30,000", "savings are now $20,000",
                  "flood insurance in force", "has not been elevated", "1 in 100 (1%)",
                  "30% of them had flood insurance", "home would cost about $250,000",
                  "belongings are worth about $60,000", "about 0.3 m of water",
-                 "do about $54,000 of damage", "You owe $12,000", "damage of $3,000"):
+                 "do about $54,000 of damage", "You owe $12,000", "damage of $3,000",
+                 "spend up to $23,100 on flood protection"):
         assert fact in text, fact
     assert "elevate_house: Raise the house" in text and "$30,000 (more than you can pay" in text
     assert "buy_insurance: Buy (or renew)" in text and "$1,200." in text

@@ -44,7 +44,8 @@ def situation(agent_id=1, *, ysf=None, savings=50_000.0, prob=0.2, insured=False
         allowed_actions=allowed, trust_insurance=0.3, trust_neighbours=0.5, debt_usd=0.0,
         unrepaired_damage_usd=0.0,
         extra={"loss_if_flood_usd": dict(zip(ACTIONS, loss, strict=True)),
-               "premium_usd": dict(zip(ACTIONS, premium, strict=True))},
+               "premium_usd": dict(zip(ACTIONS, premium, strict=True)),
+               "spending_room_usd": max(savings, 0.0)},
     )
 
 

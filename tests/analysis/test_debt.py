@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from analysis_helpers import make_agents
 
-from governed_broker.analysis.finance import debt_usd
+from governed_broker.analysis.debt import debt_usd
 
 
 def test_debt_is_loans_plus_overdraft():

@@ -1,4 +1,4 @@
-"""Household finance measures.
+"""Household debt: what a household owes after the year.
 
 ``debt_usd``: what a household owes after the year's execution, in dollars: its disaster-loan
 balance (``debt_after_usd``) plus any savings below zero (runs written before loans existed
