@@ -32,9 +32,9 @@ TABLES = ("agents_yearly.csv", "model_yearly.csv")
 
 #: Fixture -> the ``--set`` overrides ``make_fixtures.py`` ran ``experiments/baseline.yaml`` with.
 RUNS = {
-    "baseline_run": ["population.size=30", "years=8"],
-    "ablation/no_elevation_subsidy/seed_2": [
-        "population.size=20", "years=8", "seed=2", "outputs.plots=false",
+    "baseline_run": ["population.size=30", "years=8", "seed=31"],
+    "ablation/no_elevation_subsidy/seed_17": [
+        "population.size=20", "years=8", "seed=17", "outputs.plots=false",
         "elevation.subsidy_share=0.0"],
     "scripted_broker_run": [
         "population.size=10", "years=3", "decision.maker=llm",
