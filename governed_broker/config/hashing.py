@@ -24,6 +24,7 @@ def input_paths(config: ExperimentConfig) -> dict[str, Path]:
     """Input files and directories of an experiment, keyed by the path as written."""
     named: list[Path | None] = [
         config.agent_types, config.damage.table, config.population.file, config.hazard.file,
+        config.hazard.raster.path if config.hazard.raster is not None else None,
     ]
     if config.memory.engine != "none":
         named += [config.memory.concepts_file, config.memory.texts_file]
