@@ -8,6 +8,8 @@ run's outputs, so it is not part of the run hash. See docs/hindcast.md.
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from governed_broker.config.base import StrictModel
 from governed_broker.config.world import FilePath
 
@@ -19,4 +21,4 @@ class CalibrationConfig(StrictModel):
         targets: The hindcast targets file (observed series, ranges, cutoff).
     """
 
-    targets: FilePath
+    targets: FilePath = Field(description="hindcast targets file (configs/hindcast/passaic.yaml)")

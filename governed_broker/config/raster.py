@@ -28,8 +28,8 @@ class PlacementZone(StrictModel):
     ``min_depth_m``) in at least ``wet_years_min`` and at most ``wet_years_max`` of the
     series' grids."""
 
-    wet_years_min: int = Field(ge=0, le=1000)
-    wet_years_max: int = Field(ge=0, le=1000)
+    wet_years_min: int = Field(ge=0, le=1000, description="fewest grids the cell is wet in")
+    wet_years_max: int = Field(ge=0, le=1000, description="most grids the cell is wet in")
 
     @model_validator(mode="after")
     def _ordered(self) -> PlacementZone:
@@ -48,7 +48,8 @@ class PlacementConfig(StrictModel):
     """
 
     source: str = Field(min_length=1, description="why these cell classes stand for the zones")
-    zones: dict[str, PlacementZone] = Field(min_length=1)
+    zones: dict[str, PlacementZone] = Field(min_length=1, description=(
+        "zone -> the class of cells its households are drawn on"))
 
 
 class RasterConfig(StrictModel):
@@ -65,11 +66,15 @@ class RasterConfig(StrictModel):
         placement: The rule placing households that have no coordinates.
     """
 
-    path: Path
-    grids: dict[int, str] = Field(min_length=1)
-    start_year: int = Field(ge=MIN_CALENDAR_YEAR, le=MAX_CALENDAR_YEAR)
-    min_depth_m: float = Field(default=0.0, ge=0.0, le=20.0)
-    placement: PlacementConfig | None = None
+    path: Path = Field(description="directory or .tar/.tar.gz archive holding the grids")
+    grids: dict[int, str] = Field(min_length=1, description=(
+        "calendar year -> ESRI ASCII grid (.asc or .asc.gz, metres) inside path"))
+    start_year: int = Field(ge=MIN_CALENDAR_YEAR, le=MAX_CALENDAR_YEAR, description=(
+        "calendar year of simulated year 1; every year of the run needs a grid"))
+    min_depth_m: float = Field(default=0.0, ge=0.0, le=20.0, description=(
+        "a cell is wet (a home on it flooded) when its depth exceeds this (metres)"))
+    placement: PlacementConfig | None = Field(default=None, description=(
+        "the rule placing households that have no x/y coordinates"))
 
     @model_validator(mode="after")
     def _years(self) -> RasterConfig:

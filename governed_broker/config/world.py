@@ -242,7 +242,8 @@ class HazardConfig(StrictModel):
     file: FilePath | None = None
     zones: dict[str, StochasticZone] = {}
     household_sigma: Sigma = 0.0
-    raster: RasterConfig | None = None
+    raster: RasterConfig | None = Field(default=None, description=(
+        "mode raster: the depth grids, their calendar years and where homes stand"))
 
     @field_validator("mode")
     @classmethod
