@@ -40,8 +40,6 @@ from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.config.base import ConfigError, StrictModel
 from governed_broker.config.yamlsafe import read_yaml
 
-Fraction = float
-
 
 class SeriesTarget(StrictModel):
     """Observed policies in force per calendar year in one zone (``zone: null``: all)."""

@@ -34,8 +34,7 @@ from governed_broker.analysis.hindcast import (
     run_measures,
     score_measures,
 )
-
-PARAM_PREFIX = "param."
+from governed_broker.sweep.plan import PARAM_PREFIX
 
 
 @dataclass(frozen=True)
