@@ -23,6 +23,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "governed_broker.sweep.cli",  # sweep, collect, status
     "governed_broker.analysis.cli",  # report
     "governed_broker.llm.cli",  # model pull|verify|list
+    "governed_broker.calibration.cli",  # calibrate
 )
 
 

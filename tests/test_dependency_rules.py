@@ -24,6 +24,7 @@ FLOORS: dict[str, int] = {
     "checkpoint": 5, "run_dir": 5,
     "runner": 6,
     "sweep": 7, "analysis": 7, "cli": 7, "validity": 7, "docgen": 7,
+    "calibration": 8,
 }
 
 

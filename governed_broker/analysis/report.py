@@ -101,8 +101,43 @@ def _page(title: str, body: list[str]) -> str:
     )
 
 
-def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
-    """HTML text of the report of one run directory."""
+def _hindcast_html(run, targets_path: Path | None) -> list[str]:
+    """The observed-vs-simulated section of a run with hindcast targets (its experiment's
+    ``calibration.targets``, or ``targets_path``); empty without."""
+    from governed_broker.analysis.hindcast import (
+        load_targets,
+        plot_hindcast,
+        run_measures,
+        score_measures,
+    )
+
+    if targets_path is None:
+        named = (run.config or {}).get("calibration") or {}
+        base = (run.manifest or {}).get("config_base_dir")
+        if not named.get("targets") or not base:
+            return []
+        targets_path = Path(base) / named["targets"]
+    targets = load_targets(targets_path)
+    measures = run_measures(run.agents, targets)
+    score = score_measures([measures], targets)
+    rmse = pd.DataFrame([{"series": k, "rmse (fraction)": v} for k, v in score.rmse.items()])
+    table = score.table.drop(columns=["runs_sd", "n_runs"])
+    return [
+        "<h2>Hindcast: observed vs simulated</h2>",
+        f"<p>{html.escape(targets.name)} (targets {html.escape(targets.version)}); largest "
+        f"implausibility {score.max_implausibility:.3g} (cutoff {targets.cutoff:g}; one run: "
+        "replicates and calibration: <code>governed-broker calibrate</code>).</p>",
+        _img(figure_to_png(plot_hindcast({"simulated": [measures]}, targets)),
+             "observed vs simulated take-up"),
+        _table(rmse, 4), _table(table, 3),
+        f"<p><small>{html.escape(targets.notice)}</small></p>" if targets.notice else "",
+    ]
+
+
+def run_report_html(path: Path | str, bench: BenchmarkSet | None = None,
+                    targets: Path | str | None = None) -> str:
+    """HTML text of the report of one run directory (with a hindcast section when the run's
+    experiment names ``calibration.targets``, or ``targets`` is given)."""
     run = load_run(path)
     bench = bench or load_benchmarks()
     s = summarise_run(run, bench)
@@ -110,6 +145,7 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
     infeasible = pd.DataFrame([s.infeasible])
     body = [
         "<h2>Headline</h2>", _table(head),
+        *_hindcast_html(run, None if targets is None else Path(targets)),
         "<h2>Validation against empirical targets</h2>", _fit_html(s.fit),
         "<h2>Adaptation trajectories</h2>",
         _img(figure_to_png(plot_trajectories(s.trajectories, f"Adaptation states: {run.run_id}")),
@@ -186,7 +222,8 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> st
 
 
 def write_report(
-    path: Path | str, out: Path | str | None = None, benchmarks: Path | str | None = None
+    path: Path | str, out: Path | str | None = None, benchmarks: Path | str | None = None,
+    targets: Path | str | None = None,
 ) -> Path:
     """Write the HTML report of a run or sweep directory.
 
@@ -194,13 +231,15 @@ def write_report(
         path: A run directory or a sweep directory (detected by ``sweep_runs.csv``).
         out: Output HTML file (default: ``<path>/report.html``).
         benchmarks: Benchmarks YAML (default: ``configs/benchmarks.yaml``).
+        targets: Hindcast targets for a run (default: its ``calibration.targets``, if any).
 
     Returns:
         The path of the written file.
     """
     path = Path(path)
     bench = load_benchmarks(benchmarks)
-    text = sweep_report_html(path, bench) if is_sweep_dir(path) else run_report_html(path, bench)
+    text = (sweep_report_html(path, bench) if is_sweep_dir(path)
+            else run_report_html(path, bench, targets))
     target = Path(out) if out is not None else path / REPORT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")

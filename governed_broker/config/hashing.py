@@ -5,7 +5,8 @@ already done, so it must change whenever anything that can change the outputs ch
 setting, and the *contents* of every input file (agent types, damage table, population CSV,
 hazard schedule, prompt templates, knowledge documents, concepts graph, scripted replies).
 Settings that cannot change the outputs are left out: the ``sweep`` block (it describes the
-ensemble, not the run), ``limits`` (confirmation thresholds) and ``llm.hosts`` (which server
+ensemble, not the run), ``calibration`` (the targets runs are scored against), ``limits``
+(confirmation thresholds) and ``llm.hosts`` (which server
 answers, given the same model).
 """
 
@@ -24,6 +25,7 @@ def input_paths(config: ExperimentConfig) -> dict[str, Path]:
     """Input files and directories of an experiment, keyed by the path as written."""
     named: list[Path | None] = [
         config.agent_types, config.damage.table, config.population.file, config.hazard.file,
+        config.hazard.raster.path if config.hazard.raster is not None else None,
     ]
     if config.memory.engine != "none":
         named += [config.memory.concepts_file, config.memory.texts_file]
@@ -55,6 +57,7 @@ def config_hash(config: ExperimentConfig) -> str:
     """Hex sha256 of the run-relevant settings and the contents of every input file."""
     settings = config.model_dump(mode="json")
     settings.pop("sweep", None)
+    settings.pop("calibration", None)  # what runs are scored against, not how they run
     settings.pop("limits", None)  # confirmation thresholds: they never change an output
     if settings.get("llm"):
         settings["llm"].pop("hosts", None)

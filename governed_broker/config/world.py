@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel, excerpt
+from governed_broker.config.raster import RasterConfig
 
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 NonNegative = Annotated[float, Field(ge=0.0)]
@@ -189,7 +190,8 @@ class StochasticZone(StrictModel):
     """Annual flood probability and event depth distribution for one zone.
 
     In a flood year the zone's depth is ``median_depth_m * exp(event_sigma * z)`` with one
-    standard normal ``z`` per event, shared by the zones.
+    standard normal ``z`` per event, shared by the zones. In mode ``raster`` the same fields
+    are only the declared statement households are told (chance and typical depth).
     """
 
     annual_probability: Share
@@ -204,6 +206,7 @@ class StochasticZone(StrictModel):
 HAZARD_MODES: dict[str, str] = {
     "fixed": "governed_broker.sim.hazard:FixedScheduleHazard",
     "stochastic": "governed_broker.sim.hazard:StochasticHazard",
+    "raster": "governed_broker.sim.raster:RasterHazard",
 }
 
 
@@ -221,6 +224,10 @@ class HazardConfig(StrictModel):
     ``fixed``: flood years listed in ``events`` (or in ``file``, a YAML with ``events:``).
     ``stochastic``: one event draw per year, ``u ~ U(0,1)``; zone z floods when
     ``u < annual_probability[z]`` (a rarer event floods every more exposed zone too).
+    ``raster``: each home gets its cell's depth in a yearly series of depth grids (``raster``,
+    see ``governed_broker.config.raster``); ``zones`` is then the declared statement of what
+    households are told (``annual_probability`` and ``median_depth_m`` as the typical depth
+    per zone, from ``source``), never computed from the grids.
 
     ``household_sigma``: lognormal spread of each household's depth around its zone's depth.
 
@@ -230,11 +237,13 @@ class HazardConfig(StrictModel):
     """
 
     source: Source
-    mode: str = Field(description="a name of HAZARD_MODES: fixed | stochastic")
+    mode: str = Field(description="a name of HAZARD_MODES: fixed | stochastic | raster")
     events: list[FixedEvent] = []
     file: FilePath | None = None
     zones: dict[str, StochasticZone] = {}
     household_sigma: Sigma = 0.0
+    raster: RasterConfig | None = Field(default=None, description=(
+        "mode raster: the depth grids, their calendar years and where homes stand"))
 
     @field_validator("mode")
     @classmethod
@@ -258,7 +267,28 @@ class HazardConfig(StrictModel):
             if self.events or self.file is not None:
                 raise ValueError("'events'/'file' belong to mode 'fixed'")
             self._check_depth_tails()
+        elif self.mode == "raster":
+            self._check_raster()
+        if self.mode != "raster" and self.raster is not None:
+            raise ValueError("'raster' belongs to mode 'raster'")
         return self
+
+    def _check_raster(self) -> None:
+        if self.raster is None:
+            raise ValueError("mode 'raster' needs 'raster' (the grids, start_year, placement)")
+        if not self.zones:
+            raise ValueError(
+                "mode 'raster' needs 'zones': the declared annual chance and typical depth "
+                "households are told per zone (e.g. the 1%-annual-chance SFHA), with 'source'")
+        if self.events or self.file is not None:
+            raise ValueError("'events'/'file' belong to mode 'fixed'")
+        if self.household_sigma > 0:
+            raise ValueError("mode 'raster' gives each home its cell's depth; household_sigma "
+                             "must be 0")
+        spread = sorted(z for z, spec in self.zones.items() if spec.event_sigma > 0)
+        if spread:
+            raise ValueError(f"zones {spread}: event_sigma has no meaning in mode 'raster' "
+                             "(the zones only state what households are told); remove it")
 
     def _check_depth_tails(self) -> None:
         for name, zone in self.zones.items():
