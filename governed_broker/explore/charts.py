@@ -89,7 +89,6 @@ def neighbourhood_option(layout: Layout, classes: dict[int, str], colour_by: str
             "links": [{"source": f"household {a}", "target": f"household {b}"}
                       for a, b in layout.edges],
             "lineStyle": {"color": "#bbb", "width": 0.6, "opacity": 0.6},
-            "emphasis": {"focus": "adjacency"},
         }],
     }
 

@@ -30,7 +30,21 @@ from governed_broker.explore.timeline import PROMPT_MISSING, Attempt, YearEntry
 #: Most decisions listed at once by the decision filter.
 MAX_LISTED = 200
 CHART_HEIGHT = "height: 300px;"
+#: Buttons show their label as written (ids and actions are lower case).
+NO_CAPS = {"text-transform": "none"}
 MAP_HEIGHT_PX = 460
+
+
+def _line(text: str, bold: bool = False, classes: list[str] | None = None,
+          size: str | None = None) -> None:
+    """One line (a block) of text; run text is always text, never HTML."""
+    style = ("font-weight: bold;" if bold else "") + (f"font-size: {size};" if size else "")
+    solara.v.Html(tag="div", children=[text], class_=" ".join(classes or []),
+                  style_=style + "margin: 2px 0;")
+
+
+def _series_chart(option: dict[str, Any]) -> None:
+    solara.FigureEcharts(option, responsive=True, attributes={"style": CHART_HEIGHT})
 
 
 def _money(value: Any) -> str:
@@ -49,8 +63,8 @@ def Overview(view: RunView) -> None:
         ValidityCardSection(view)
         BenchmarkSection(view)
         with solara.Columns([1, 1]):
-            solara.FigureEcharts(shares_option(view, None), attributes={"style": CHART_HEIGHT})
-            solara.FigureEcharts(money_option(view, None), attributes={"style": CHART_HEIGHT})
+            _series_chart(shares_option(view, None))
+            _series_chart(money_option(view, None))
 
 
 def _facts(view: RunView) -> None:
@@ -60,43 +74,43 @@ def _facts(view: RunView) -> None:
     maker = view.manifest.get("decision_maker") or (
         view.agents["decision_maker"].iloc[0] if len(view.agents) else "unknown")
     state = "running (refreshes as years complete)" if view.live else "finished"
-    solara.Text(f"{view.name}: {n} households, years {years}, {state}; decisions by {maker}; "
+    _line(f"{view.name}: {n} households, years {years}, {state}; decisions by {maker}; "
                 f"read from {view.path}")
 
 
 @solara.component
 def ValidityCardSection(view: RunView) -> None:
     """The run's ``validity_card.json``, or why it cannot be shown."""
-    solara.Text("Validity card", style={"font-weight": "bold", "font-size": "1.1em"})
+    _line("Validity card", bold=True, size="1.1em")
     if view.card_problem:
         solara.Error(f"validity_card.json could not be read: {view.card_problem}")
         return
     if view.card is None:
-        solara.Text("This run has no validity_card.json.")
+        _line("This run has no validity_card.json.")
         return
     if view.card.verdict:
-        solara.Text(f"verdict: {view.card.verdict}")
+        _line(f"verdict: {view.card.verdict}")
     rows = [{"test": t.name, "statistic": t.statistic, "threshold": t.threshold,
              "passed": {True: "passed", False: "FAILED", None: "not computable"}[t.passed],
              "n": t.n, "note": t.note} for t in view.card.tests]
     solara.DataFrame(pd.DataFrame(rows), items_per_page=20)
     for key, value in view.card.other.items():
-        solara.Text(f"{key}: {value}")
+        _line(f"{key}: {value}")
 
 
 @solara.component
 def BenchmarkSection(view: RunView) -> None:
     """Fit to ``configs/benchmarks.yaml`` (the report's validation table)."""
-    solara.Text("Benchmark fit", style={"font-weight": "bold", "font-size": "1.1em"})
+    _line("Benchmark fit", bold=True, size="1.1em")
     fit = view.fit
     if fit is None:
-        solara.Text(f"not computed: {view.fit_problem}")
+        _line(f"not computed: {view.fit_problem}")
         return
     score = "no computable target" if fit.score is None else (
         f"score {fit.score:.3f} (pass mark {fit.pass_mark:.2f}: "
         f"{'passed' if fit.passed else 'not passed'})")
     partial = " - measured on the years completed so far" if view.live else ""
-    solara.Text(f"{score}; benchmarks {fit.benchmarks_version}{partial}")
+    _line(f"{score}; benchmarks {fit.benchmarks_version}{partial}")
     table = fit.table[["id", "name", "value", "low", "high", "status", "n"]].copy()
     table["value"] = table["value"].round(3)
     solara.DataFrame(table, items_per_page=20)
@@ -122,13 +136,13 @@ def Neighbourhood(view: RunView, layout: Layout, year: int, colour_by: str,
                              on_value=on_year, thumb_label="always")
             solara.ToggleButtonsSingle(value=colour_by, values=list(COLOUR_BY),
                                        on_value=on_colour)
-        solara.Text(f"Year {year}: {layout.note}; click a household to open its timeline.")
-        solara.FigureEcharts(option, on_click=clicked,
+        _line(f"Year {year}: {layout.note}; click a household to open its timeline.")
+        solara.FigureEcharts(option, on_click=clicked, responsive=True,
                              attributes={"style": f"height: {MAP_HEIGHT_PX}px; width: 100%;",
                                          "class": "gb-neighbourhood"})
         with solara.Columns([1, 1]):
-            solara.FigureEcharts(shares_option(view, year), attributes={"style": CHART_HEIGHT})
-            solara.FigureEcharts(money_option(view, year), attributes={"style": CHART_HEIGHT})
+            _series_chart(shares_option(view, year))
+            _series_chart(money_option(view, year))
 
 
 @solara.component
@@ -147,17 +161,17 @@ def Timeline(view: RunView, entries: list[YearEntry], household: int, year: int,
              on_year: Callable[[int], None]) -> None:
     """A household's years: a summary table, then every step of the chosen year."""
     if not entries:
-        solara.Text(f"Household {household} has no complete year yet.")
+        _line(f"Household {household} has no complete year yet.")
         return
     first = entries[0].row
-    solara.Text(f"Household {household}: {first['tenure']} in the {first['flood_zone']} zone",
-                style={"font-weight": "bold", "font-size": "1.2em"},
-                classes=["gb-household-title"])
+    _line(f"Household {household}: {first['tenure']} in the {first['flood_zone']} zone",
+          bold=True, size="1.2em", classes=["gb-household-title"])
     solara.DataFrame(_summary(entries), items_per_page=25)
     with solara.Row(classes=["gb-years"]):
         for entry in entries:
             solara.Button(f"year {entry.year}", on_click=lambda y=entry.year: on_year(y),
-                          color="primary" if entry.year == year else None, small=True)
+                          color="primary" if entry.year == year else None, small=True,
+                          style=NO_CAPS)
     chosen = next((e for e in entries if e.year == year), entries[-1])
     YearDetail(view, chosen)
 
@@ -185,18 +199,18 @@ def YearDetail(view: RunView, entry: YearEntry) -> None:
     r = entry.row
     with solara.Card(f"Year {entry.year}", classes=["gb-year-detail"]):
         flood = f"a flood {float(r['depth_m']):.2f} m deep" if bool(r["flooded"]) else "no flood"
-        solara.Text(
+        _line(
             f"Lived through: {flood}; damage {_money(r['damage_usd'])}, "
             f"payout {_money(r['payout_usd'])}, out of pocket {_money(r['out_of_pocket_usd'])}; "
             f"savings {_money(r['savings_before_usd'])} -> {_money(r['savings_after_usd'])}; "
             f"insured before: {_yes(r['insured_before'])}, elevated before: "
             f"{_yes(r['elevated_before'])}.")
-        solara.Text(
+        _line(
             f"Proposed {r['proposed_action'] or '-'}, executed {r['executed_action']} "
             f"(status {r['status']}, {r['retries']} re-asks, feasible {_yes(r['feasible'])}).",
             classes=["gb-outcome"])
         if entry.decision is None:
-            solara.Text("No broker audit for this decision (rule-based baseline decision).")
+            _line("No broker audit for this decision (rule-based baseline decision).")
         else:
             _decision(view, entry)
         _reflection(entry)
@@ -207,16 +221,16 @@ def _decision(view: RunView, entry: YearEntry) -> None:
     if d.get("fallback") or d.get("backstop"):
         solara.Warning(f"default action executed: fallback={d.get('fallback')}, "
                        f"backstop={d.get('backstop')}")
-    solara.Text("Memories recalled for this decision", style={"font-weight": "bold"})
+    _line("Memories recalled for this decision", bold=True)
     if not entry.memories:
-        solara.Text("none shown in the prompt")
+        _line("none shown in the prompt")
     for m in entry.memories:
         fidelity = m.fidelity or "fidelity not recorded by this run"
         if m.memory is None:
-            solara.Text(f"- {m.id}: not in memory.sqlite ({fidelity})")
+            _line(f"- {m.id}: not in memory.sqlite ({fidelity})")
             continue
         mem = m.memory
-        solara.Text(f"- {m.id} (year {mem.year:g}, {mem.kind}, importance {mem.importance:.2f}, "
+        _line(f"- {m.id} (year {mem.year:g}, {mem.kind}, importance {mem.importance:.2f}, "
                     f"{fidelity}; {mem.emotion}/{mem.source}): {mem.content}")
     for attempt in entry.attempts:
         AttemptDetail(attempt)
@@ -229,35 +243,35 @@ def AttemptDetail(attempt: Attempt) -> None:
                                                              else "")
     with solara.Card(title, classes=["gb-attempt"]):
         if attempt.messages is None:
-            solara.Text(f"Prompt: {PROMPT_MISSING}")
+            _line(f"Prompt: {PROMPT_MISSING}")
         elif attempt.number == 0:
             for message in attempt.messages:
-                solara.Text(f"{message.get('role')} message (from {attempt.messages_source}):",
-                            style={"font-weight": "bold"})
+                _line(f"{message.get('role')} message (from {attempt.messages_source}):",
+                      bold=True)
                 solara.Preformatted(str(message.get("content", "")),
                                     class_="gb-prompt", style_="white-space: pre-wrap;")
         elif attempt.feedback:
-            solara.Text("Feedback sent with this re-ask:", style={"font-weight": "bold"})
+            _line("Feedback sent with this re-ask:", bold=True)
             solara.Preformatted(attempt.feedback, class_="gb-feedback",
                                 style_="white-space: pre-wrap;")
-        solara.Text("Raw reply:", style={"font-weight": "bold"})
+        _line("Raw reply:", bold=True)
         solara.Preformatted(attempt.raw, class_="gb-reply", style_="white-space: pre-wrap;")
         if attempt.parse_error:
             solara.Error(f"unreadable reply: {attempt.parse_error}")
         if attempt.repairs:
-            solara.Text(f"repairs: {attempt.repairs}")
+            _line(f"repairs: {attempt.repairs}")
         _rules(attempt)
 
 
 def _rules(attempt: Attempt) -> None:
     if not attempt.rules:
-        solara.Text("No rules evaluated on this attempt.")
+        _line("No rules evaluated on this attempt.")
         return
     rows = [{"rule": r.get("id"), "category": r.get("category"), "severity": r.get("severity"),
              "fired": "FIRED" if r.get("fired") else "not fired",
              "message": r.get("message") or ""} for r in attempt.rules]
     fired = ", ".join(str(r.get("id")) for r in attempt.fired) or "none"
-    solara.Text(f"Rules fired: {fired}", classes=["gb-rules-fired"])
+    _line(f"Rules fired: {fired}", classes=["gb-rules-fired"])
     solara.DataFrame(pd.DataFrame(rows), items_per_page=20)
 
 
@@ -265,11 +279,11 @@ def _reflection(entry: YearEntry) -> None:
     record = entry.reflection
     if record is None:
         return
-    solara.Text("Reflection at the end of the year", style={"font-weight": "bold"})
+    _line("Reflection at the end of the year", bold=True)
     if record.get("status") != "ok":
-        solara.Text(f"status {record.get('status')}: {record.get('reason', '')}")
+        _line(f"status {record.get('status')}: {record.get('reason', '')}")
     for insight in record.get("insights") or []:
-        solara.Text(f"- {insight}")
+        _line(f"- {insight}")
 
 
 @solara.component
@@ -298,7 +312,7 @@ def DecisionList(view: RunView, on_open: Callable[[int, int], None]) -> None:
     flt = DecisionFilter(status=status, rule=rule, laundering=laundering, zone=zone,
                          tenure=tenure, marginalised={"any": None, "MG": True, "NMG": False}[mg])
     found = matching_decisions(view, flt)
-    solara.Text(f"{len(found)} decisions match" + (
+    _line(f"{len(found)} decisions match" + (
         f"; the first {MAX_LISTED} are listed" if len(found) > MAX_LISTED else ""),
         classes=["gb-match-count"])
     for row in found.head(MAX_LISTED).itertuples(index=False):
@@ -308,5 +322,5 @@ def DecisionList(view: RunView, on_open: Callable[[int, int], None]) -> None:
             label += f" · rules: {row.rules_fired}"
         if row.laundering:
             label += f" · {row.laundering}"
-        solara.Button(label, text=True, classes=["gb-decision"],
+        solara.Button(label, text=True, classes=["gb-decision"], style=NO_CAPS,
                       on_click=lambda a=row.agent_id, y=row.year: on_open(int(a), int(y)))
