@@ -143,6 +143,12 @@ class Explorer:
         raise ExplorerError(f"the explorer server did not answer within {timeout_s:.0f} s:\n"
                             f"{self._log_tail()}")
 
+    def started(self) -> bool:
+        """Wait for a background start to finish; whether the server is running."""
+        if self._starter is not None:
+            self._starter.join()
+        return self.process is not None and self.process.poll() is None
+
     def wait(self) -> int:
         """Block until the server exits (Ctrl-C stops it); return its exit code. A server
         started in the background is waited for first."""
