@@ -35,6 +35,9 @@ from governed_broker.analysis.summary import summarise_run
 from governed_broker.analysis.version import METRIC_VERSION
 
 REPORT_FILE = "report.html"
+#: Where ``governed-broker explore DIR`` serves by default (the explorer's first free port);
+#: the report's "explore" links point there, with the view named in the address.
+EXPLORER_URL = "http://127.0.0.1:8765/"
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
@@ -90,6 +93,14 @@ def _fit_html(fit: BenchmarkFit) -> str:
     )
 
 
+def _explore(query: str, what: str, directory: Path) -> str:
+    """A link from a figure to the explorer's view of the same data."""
+    href = html.escape(EXPLORER_URL + "?" + query, quote=True)
+    command = html.escape(f"governed-broker explore {directory}")
+    return (f'<p class="explore"><a href="{href}">Explore {html.escape(what)}</a> in the run '
+            f"explorer (start it first: <code>{command}</code>).</p>")
+
+
 def _page(title: str, body: list[str]) -> str:
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
@@ -114,6 +125,8 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
         "<h2>Adaptation trajectories</h2>",
         _img(figure_to_png(plot_trajectories(s.trajectories, f"Adaptation states: {run.run_id}")),
              "adaptation trajectories"),
+        _explore("tab=households", "each household's state, year by year, on its network",
+                 run.path),
         _table(s.trajectories),
     ]
     for column, table in s.trajectories_by_group.items():
@@ -121,6 +134,7 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
     body += [
         "<h2>Damage, payouts, premiums, out-of-pocket (USD)</h2>",
         _img(figure_to_png(plot_losses(s.losses)), "losses by year"),
+        _explore("tab=households&colour=flooded", "who was flooded each year", run.path),
         _table(s.losses, 1),
     ]
     for column, table in s.losses_by_group.items():
@@ -128,12 +142,16 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
     body += [
         "<h2>PMT appraisal labels</h2>",
         _img(figure_to_png(plot_label_distribution(run.agents)), "TP/CP labels"),
+        _explore("tab=decisions", "the appraisals and reasons behind each decision", run.path),
         "<h2>PMT coherence (irrational-behaviour rate)</h2>", _table(s.irrational_overall),
         "<h3>Executed actions by year</h3>", _table(s.irrational_executed),
         "<h3>Proposed actions by year</h3>", _table(s.irrational_proposed),
         "<h2>Infeasible proposals</h2>", _table(infeasible),
+        _explore("tab=decisions&status=rejected", "the rejected decisions", run.path),
         "<h2>Governance workload</h2>",
         _img(figure_to_png(plot_governance(s.workload)), "governance workload"),
+        _explore("tab=decisions&status=retry_approved",
+                 "the decisions the broker re-asked, with the rules that fired", run.path),
         _table(s.workload),
         "<h2>Decision diversity (normalised entropy of executed actions)</h2>",
         f"<p>All years pooled: {s.entropy_overall:.3f}</p>", _table(s.entropy),
@@ -161,7 +179,8 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> st
     body = [
         f"<p>{len(sweep.runs)} completed runs; swept parameters: "
         f"{html.escape(', '.join(sweep.parameters) or 'none')}.</p>",
-        "<h2>Runs</h2>", _table(status), _table(outcomes),
+        "<h2>Runs</h2>", _table(status),
+        _explore("", "any run of this sweep", Path(path)), _table(outcomes),
     ]
     group_by = _sweep_groups(outcomes, sweep.parameters)
     model = sweep.model.merge(sweep.runs[["run_id", *sweep.parameters]], on="run_id")

@@ -4,7 +4,8 @@ The directory to show comes from the environment variable ``GOVERNED_BROKER_EXPL
 the server). A running run is read again whenever one of its files grows (checked every
 ``REFRESH_S`` seconds), and followed when it finishes and moves from ``<out>.partial`` to
 ``<out>``. The page's address can open a view directly: ``?tab=decisions&status=rejected``,
-``?household=3&year=2``, ``?run=<run_id>`` (sweeps); the HTML report links to these.
+``?household=3&year=2``, ``?tab=households&colour=flooded``, ``?run=<run_id>`` (sweeps); the
+HTML report links to these.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import solara.lab
 
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.config.base import ConfigError
+from governed_broker.explore.charts import COLOUR_BY
 from governed_broker.explore.files import Target, fingerprint, resolve_target
 from governed_broker.explore.layout import household_layout
 from governed_broker.explore.run_view import WATCHED, RunView, load_view
@@ -138,7 +140,8 @@ def RunPage(path: Path, query: dict[str, str]) -> None:
                                     1 if "household" in query else 0)
     year, set_year = solara.use_state(_int(query.get("year")))
     household, set_household = solara.use_state(_int(query.get("household")))
-    colour_by, set_colour_by = solara.use_state("state")
+    colour_by, set_colour_by = solara.use_state(
+        query["colour"] if query.get("colour") in COLOUR_BY else "state")
     if view is None:
         solara.Error(f"cannot show {path}: {problem}")
         return
@@ -160,7 +163,7 @@ def RunPage(path: Path, query: dict[str, str]) -> None:
             HouseholdsTab(view, shown_year, colour_by, household, set_year, set_colour_by,
                           set_household)
         with solara.lab.Tab("Decisions"):
-            DecisionList(view, open_decision)
+            DecisionList(view, open_decision, query)
 
 
 @solara.component

@@ -116,9 +116,10 @@ def _lines(model: pd.DataFrame, columns: dict[str, str], year: int | None, title
         "animation": False,
         "title": {"text": title, "textStyle": {"fontSize": 13}},
         "tooltip": {"trigger": "axis"},
-        "legend": {"top": 22, "type": "scroll"},
-        "grid": {"left": 70, "right": 20, "top": 60, "bottom": 30},
-        "xAxis": {"type": "category", "data": [str(y) for y in years], "name": "year"},
+        "legend": {"bottom": 0, "type": "scroll"},
+        "grid": {"left": 70, "right": 20, "top": 50, "bottom": 60},
+        "xAxis": {"type": "category", "data": [str(y) for y in years], "name": "year",
+                  "nameLocation": "middle", "nameGap": 22},
         "yAxis": {"type": "value", "name": "% of households" if percent else "USD"},
         "series": series,
     }

@@ -287,10 +287,12 @@ def _reflection(entry: YearEntry) -> None:
 
 
 @solara.component
-def DecisionList(view: RunView, on_open: Callable[[int, int], None]) -> None:
-    """Decisions matching the filters; each opens its household at its year."""
-    status, set_status = solara.use_state(None)
-    rule, set_rule = solara.use_state(None)
+def DecisionList(view: RunView, on_open: Callable[[int, int], None],
+                 initial: dict[str, str]) -> None:
+    """Decisions matching the filters (first set from ``initial``: the page's ``status`` and
+    ``rule`` parameters); each opens its household at its year."""
+    status, set_status = solara.use_state(initial.get("status"))
+    rule, set_rule = solara.use_state(initial.get("rule"))
     laundering, set_laundering = solara.use_state(False)
     zone, set_zone = solara.use_state(None)
     tenure, set_tenure = solara.use_state(None)

@@ -99,3 +99,9 @@ def test_run_with_explore_serves_the_run_and_stops_with_it(experiments, tmp_path
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_the_report_links_to_where_the_explorer_serves() -> None:
+    from governed_broker.analysis.report import EXPLORER_URL
+
+    assert EXPLORER_URL == f"http://{server.DEFAULT_HOST}:{server.DEFAULT_PORT}/"
