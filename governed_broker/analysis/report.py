@@ -12,6 +12,7 @@ import base64
 import html
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -51,7 +52,9 @@ img{max-width:100%}
 """
 
 
-def _img(png: bytes, alt: str) -> str:
+def _img(png: bytes, alt: str, bar=None) -> str:
+    if bar is not None:
+        bar.update(1)
     data = base64.b64encode(png).decode("ascii")
     return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"></p>'
 
@@ -112,11 +115,14 @@ def _page(title: str, body: list[str]) -> str:
     )
 
 
-def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
-    """HTML text of the report of one run directory."""
+def run_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=None) -> str:
+    """HTML text of the report of one run directory (``bar``: a tqdm bar, one step for the
+    loading and analysis and one per figure)."""
     run = load_run(path)
     bench = bench or load_benchmarks()
     s = summarise_run(run, bench)
+    if bar is not None:
+        bar.update(1)
     head = pd.DataFrame([s.headline()])
     infeasible = pd.DataFrame([s.infeasible])
     body = [
@@ -124,7 +130,7 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
         "<h2>Validation against empirical targets</h2>", _fit_html(s.fit),
         "<h2>Adaptation trajectories</h2>",
         _img(figure_to_png(plot_trajectories(s.trajectories, f"Adaptation states: {run.run_id}")),
-             "adaptation trajectories"),
+             "adaptation trajectories", bar),
         _explore("tab=households", "each household's state, year by year, on its network",
                  run.path),
         _table(s.trajectories),
@@ -133,7 +139,7 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
         body += [f"<h3>By {column}</h3>", _table(table)]
     body += [
         "<h2>Damage, payouts, premiums, out-of-pocket (USD)</h2>",
-        _img(figure_to_png(plot_losses(s.losses)), "losses by year"),
+        _img(figure_to_png(plot_losses(s.losses)), "losses by year", bar),
         _explore("tab=households&colour=flooded", "who was flooded each year", run.path),
         _table(s.losses, 1),
     ]
@@ -141,7 +147,7 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
         body += [f"<h3>By {column}</h3>", _table(table, 1)]
     body += [
         "<h2>PMT appraisal labels</h2>",
-        _img(figure_to_png(plot_label_distribution(run.agents)), "TP/CP labels"),
+        _img(figure_to_png(plot_label_distribution(run.agents)), "TP/CP labels", bar),
         _explore("tab=decisions", "the appraisals and reasons behind each decision", run.path),
         "<h2>PMT coherence (irrational-behaviour rate)</h2>", _table(s.irrational_overall),
         "<h3>Executed actions by year</h3>", _table(s.irrational_executed),
@@ -149,7 +155,7 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
         "<h2>Infeasible proposals</h2>", _table(infeasible),
         _explore("tab=decisions&status=rejected", "the rejected decisions", run.path),
         "<h2>Governance workload</h2>",
-        _img(figure_to_png(plot_governance(s.workload)), "governance workload"),
+        _img(figure_to_png(plot_governance(s.workload)), "governance workload", bar),
         _explore("tab=decisions&status=retry_approved",
                  "the decisions the broker re-asked, with the rules that fired", run.path),
         _table(s.workload),
@@ -170,8 +176,9 @@ def _sweep_groups(outcomes: pd.DataFrame, parameters: list[str]) -> str | None:
     return None
 
 
-def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
-    """HTML text of the report of one sweep directory."""
+def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=None) -> str:
+    """HTML text of the report of one sweep directory (``bar``: a tqdm bar, one step per
+    figure)."""
     sweep = load_sweep(path)
     outcomes = run_outcomes(sweep)
     numeric = [p for p in sweep.parameters if pd.api.types.is_numeric_dtype(sweep.runs[p])]
@@ -192,7 +199,7 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> st
         )
         summary = summarise_replicates(long)
         fig = plot_group_bands(summary, label, f"{label} across runs (mean, 95% CI)")
-        body += [f"<h2>{label.capitalize()} by year</h2>", _img(figure_to_png(fig), label)]
+        body += [f"<h2>{label.capitalize()} by year</h2>", _img(figure_to_png(fig), label, bar)]
     if numeric:
         body.append("<h2>Sensitivity (Sobol indices)</h2>")
         for output in OUTCOMES:
@@ -200,12 +207,14 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> st
                 body.append(f"<p>{output}: constant across runs, no index computed.</p>")
                 continue
             indices = sobol_indices(outcomes, numeric, output)
-            body += [_img(figure_to_png(plot_sobol(indices)), f"Sobol {output}"), _table(indices)]
+            png = figure_to_png(plot_sobol(indices))
+            body += [_img(png, f"Sobol {output}", bar), _table(indices)]
     return _page(f"Sweep report: {Path(path).name}", body)
 
 
 def write_report(
-    path: Path | str, out: Path | str | None = None, benchmarks: Path | str | None = None
+    path: Path | str, out: Path | str | None = None, benchmarks: Path | str | None = None,
+    progress: bool = False,
 ) -> Path:
     """Write the HTML report of a run or sweep directory.
 
@@ -213,13 +222,19 @@ def write_report(
         path: A run directory or a sweep directory (detected by ``sweep_runs.csv``).
         out: Output HTML file (default: ``<path>/report.html``).
         benchmarks: Benchmarks YAML (default: ``configs/benchmarks.yaml``).
+        progress: Show a progress bar on a terminal (the figures are the slow part).
 
     Returns:
         The path of the written file.
     """
     path = Path(path)
     bench = load_benchmarks(benchmarks)
-    text = sweep_report_html(path, bench) if is_sweep_dir(path) else run_report_html(path, bench)
+    from tqdm import tqdm
+
+    sweep = is_sweep_dir(path)
+    with tqdm(total=None if sweep else 5, desc="report", unit="step",
+              disable=not (progress and sys.stderr.isatty())) as bar:
+        text = sweep_report_html(path, bench, bar) if sweep else run_report_html(path, bench, bar)
     target = Path(out) if out is not None else path / REPORT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")
