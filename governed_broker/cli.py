@@ -115,11 +115,11 @@ def _run_once(args: argparse.Namespace, config) -> int:
     try:
         result = run_experiment(config, out, progress=not args.no_progress,
                                 overwrite=args.overwrite)
-    except OutputExistsError as exc:
-        raise ConfigError(str(exc)) from exc
-    except BaseException:
+    except BaseException as exc:
         if explorer is not None:
             explorer.stop()
+        if isinstance(exc, OutputExistsError):
+            raise ConfigError(str(exc)) from exc
         raise
     print(
         f"wrote {result.out_dir} ({result.n_households} households x {result.years} years, "
@@ -194,6 +194,8 @@ def expected_failure(exc: BaseException) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``governed-broker`` and ``run.py``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug may follow the subcommand (run.py passes everything after "run"); the parser
+    # lists it only for --help
     debug = DEBUG_FLAG in argv
     argv = [a for a in argv if a != DEBUG_FLAG]
     parser = build_parser()
@@ -212,8 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc(file=sys.stderr)
         if message is None:
             print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
-            print("this looks like a bug in governed_broker; please report it with the "
-                  "traceback above", file=sys.stderr)
+            print("this failure was not expected; unless the message explains it, please "
+                  "report it with the traceback above", file=sys.stderr)
         else:
             hint = "" if debug else f" (add {DEBUG_FLAG} for the traceback)"
             print(f"error: {message}{hint}", file=sys.stderr)

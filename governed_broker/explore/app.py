@@ -79,9 +79,9 @@ def Page() -> None:
 @solara.component
 def SweepPage(sweep_dir: Path, query: dict[str, str]) -> None:
     """Pick a run of a sweep from its index."""
-    tick = _use_refresh(lambda: fingerprint(sweep_dir / "_sweep", ("plan.json",))
+    tick = _use_refresh(lambda: fingerprint(sweep_dir / "_sweep", ("plan.json", "state"))
                         + fingerprint(sweep_dir, ("sweep_runs.csv",))
-                        + tuple(p.name for p in sweep_dir.glob("*")))
+                        + tuple(sorted(p.name for p in sweep_dir.iterdir())), str(sweep_dir))
     runs = solara.use_memo(lambda: sweep_runs(sweep_dir), [tick])
     chosen, set_chosen = solara.use_state(query.get("run"))
     solara.Text(f"Sweep {sweep_dir}: {len(runs)} runs "
@@ -98,8 +98,9 @@ def SweepPage(sweep_dir: Path, query: dict[str, str]) -> None:
         RunPage(sweep_dir / chosen, query)
 
 
-def _use_refresh(stamp_of) -> int:
-    """A counter that grows whenever ``stamp_of()`` changes (polled in a thread)."""
+def _use_refresh(stamp_of, key: str) -> int:
+    """A counter that grows whenever ``stamp_of()`` changes (polled in a thread, started
+    again when ``key``, the directory watched, changes)."""
     tick, set_tick = solara.use_state(0)
 
     def watch():
@@ -119,7 +120,7 @@ def _use_refresh(stamp_of) -> int:
         threading.Thread(target=loop, daemon=True, name="explorer-refresh").start()
         return stop.set
 
-    solara.use_effect(watch, [])
+    solara.use_effect(watch, [key])
     return tick
 
 
@@ -134,7 +135,7 @@ def _run_stamp(path: Path) -> tuple:
 @solara.component
 def RunPage(path: Path, query: dict[str, str]) -> None:
     """One run: overview, households (map and timeline) and decisions."""
-    tick = _use_refresh(lambda: _run_stamp(path))
+    tick = _use_refresh(lambda: _run_stamp(path), str(path))
     view, problem = solara.use_memo(lambda: _load(path), [str(path), tick])
     tab, set_tab = solara.use_state(TABS.index(query["tab"]) if query.get("tab") in TABS else
                                     1 if "household" in query else 0)

@@ -288,6 +288,10 @@ def _by_household_year(path: Path, last_year: int) -> dict[tuple[int, int], dict
 def _fit(view: RunView) -> tuple[BenchmarkFit | None, str | None]:
     if view.agents.empty:
         return None, "no complete year yet"
+    unknown = sorted(a for a, effect in view.actions.items() if effect == "unknown")
+    if unknown:
+        return None, (f"the effect of {', '.join(unknown)} is known once the run has written "
+                      "manifest.json (when it finishes)")
     try:
         return fit_to_benchmarks(view.agents, load_benchmarks()), None
     except AnalysisInputError as exc:

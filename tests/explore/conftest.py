@@ -9,6 +9,7 @@ test artefacts under ``$BROWSER_ARTIFACTS`` (default ``test-artifacts/`` in the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -100,3 +101,27 @@ def explorer_of():
     yield start
     for explorer in started:
         explorer.stop()
+
+
+@pytest.fixture
+def partial_run():
+    """Make ``<out>.partial``: the embedded sample run as it was while running, with ``years``
+    complete years and the next one half written, no manifest or config yet."""
+
+    def make(out: Path, years: int) -> Path:
+        source = FIXTURES / "embedded_llm_run"
+        work = out.with_name(out.name + ".partial")
+        work.mkdir()
+        for name in ("memory.sqlite", "llm_calls.sqlite"):
+            shutil.copy(source / name, work / name)
+        for name in ("model_yearly.csv", "agents_yearly.csv"):
+            lines = (source / name).read_text().splitlines(keepends=True)
+            kept = [lines[0]] + [x for x in lines[1:] if int(x.split(",")[0]) <= years + 1]
+            text = "".join(kept)
+            (work / name).write_text(text[: len(text) - 7])  # the last line cut mid-way
+        records = [json.loads(x) for x in (source / "decisions.jsonl").read_text().splitlines()]
+        text = "".join(json.dumps(r) + "\n" for r in records if r["year"] <= years + 1)
+        (work / "decisions.jsonl").write_text(text[:-20])
+        return work
+
+    return make

@@ -4,6 +4,7 @@ the map, and check that its timeline shows that household's real prompt and rule
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -112,3 +113,21 @@ def test_a_filtered_decision_opens_with_the_rules_that_fired(browser, explorer_o
 def test_the_sample_runs_have_what_the_browser_tests_look_for(run: Path) -> None:
     view = load_view(run, live=False)
     assert view.last_year >= 1 and view.decisions
+
+
+def test_a_running_run_is_shown_live_and_followed_when_it_finishes(browser, explorer_of,
+                                                                   partial_run, tmp_path,
+                                                                   artifacts) -> None:
+    out = tmp_path / "out"
+    work = partial_run(out, years=2)
+    url = explorer_of(out)
+    browser.get(url)
+    _wait_for(browser, lambda d: "years 2 so far, running" in _text(d), "the live run")
+    for name in ("model_yearly.csv", "agents_yearly.csv", "decisions.jsonl"):
+        shutil.copy(EMBEDDED / name, work / name)  # the run writes years 3 and 4
+    _wait_for(browser, lambda d: "years 4 so far, running" in _text(d), "the new years")
+    for name in ("config.yaml", "manifest.json", "reflections.jsonl"):
+        shutil.copy(EMBEDDED / name, work / name)
+    work.rename(out)  # finished: the runner renames <out>.partial to <out>
+    _wait_for(browser, lambda d: "years 4 of 4, finished" in _text(d), "the finished run")
+    browser.save_screenshot(str(artifacts / "explorer_live_run_finished.png"))

@@ -14,26 +14,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 EMBEDDED = FIXTURES / "embedded_llm_run"
 
 
-def _partial_copy(tmp_path: Path, years: int) -> Path:
-    """The embedded sample run as it was while running: ``years`` complete years, the next
-    one half written, no manifest or config yet."""
-    work = tmp_path / "out.partial"
-    work.mkdir()
-    for name in ("memory.sqlite", "llm_calls.sqlite"):
-        shutil.copy(EMBEDDED / name, work / name)
-    for name, key in (("model_yearly.csv", 0), ("agents_yearly.csv", 0)):
-        lines = (EMBEDDED / name).read_text().splitlines(keepends=True)
-        kept = [lines[0]] + [x for x in lines[1:] if int(x.split(",")[key]) <= years + 1]
-        text = "".join(kept)
-        (work / name).write_text(text[: len(text) - 7])  # the last line cut mid-way
-    records = [json.loads(x) for x in (EMBEDDED / "decisions.jsonl").read_text().splitlines()]
-    text = "".join(json.dumps(r) + "\n" for r in records if r["year"] <= years + 1)
-    (work / "decisions.jsonl").write_text(text[:-20])
-    return work
-
-
-def test_a_running_run_is_read_up_to_its_last_complete_year(tmp_path: Path) -> None:
-    _partial_copy(tmp_path, years=2)
+def test_a_running_run_is_read_up_to_its_last_complete_year(tmp_path: Path,
+                                                            partial_run) -> None:
+    partial_run(tmp_path / "out", years=2)
     location, live = resolve_target(tmp_path / "out").run_location()
     view = load_view(location, live)
     assert live and view.live and view.name == "out" and view.manifest == {}
