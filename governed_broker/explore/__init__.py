@@ -9,7 +9,10 @@ Python and tested without a browser:
 * ``run_view``: one run's tables, decision audit, reflections, memories, prompts, validity card
   and benchmark fit, as read at one moment;
 * ``timeline``: one household's years, every fact of each decision joined in one place;
+* ``validity_card``: the minimal shape of ``validity_card.json`` the first page reads;
+* ``sweep_index``: a sweep's runs, to pick one;
 * ``filters``: which decisions match a filter (rejected, a rule fired, laundering, groups);
-* ``charts``: the figures as ECharts options (neighbourhood, time series);
-* ``app`` (needs the ``explore`` extra) and ``server``: the browser app and how it is served.
+* ``layout`` and ``charts``: where households are drawn, and the figures as ECharts options;
+* ``app`` and ``views`` (need the ``explore`` extra), ``server`` and ``cli``: the browser app,
+  how it is served and the ``explore`` command. See docs/explorer.md.
 """

@@ -183,5 +183,5 @@ def HouseholdsTab(view: RunView, year: int, colour_by: str, household: int | Non
             HouseholdPicker(view, household, set_household)
             if household is None:
                 solara.Text("Click a household on the map (or type its id) to see its years.")
-            else:
+            elif entries:
                 Timeline(view, entries, household, year, set_year)

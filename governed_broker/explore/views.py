@@ -152,17 +152,16 @@ def HouseholdPicker(view: RunView, household: int | None,
     ids = view.household_ids()
     if not ids:
         return
-    solara.InputInt("household id", value=household or ids[0], on_value=lambda v: (
-        on_household(v) if v in set(ids) else None), continuous_update=False)
+    solara.InputInt("household id", value=household or ids[0], on_value=on_household,
+                    continuous_update=False)
+    if household is not None and household not in set(ids):
+        solara.Error(f"household {household} is not in this run (ids {ids[0]}-{ids[-1]})")
 
 
 @solara.component
 def Timeline(view: RunView, entries: list[YearEntry], household: int, year: int,
              on_year: Callable[[int], None]) -> None:
     """A household's years: a summary table, then every step of the chosen year."""
-    if not entries:
-        _line(f"Household {household} has no complete year yet.")
-        return
     first = entries[0].row
     _line(f"Household {household}: {first['tenure']} in the {first['flood_zone']} zone",
           bold=True, size="1.2em", classes=["gb-household-title"])
