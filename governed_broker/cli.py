@@ -1,15 +1,24 @@
 """Command line: ``governed-broker run EXPERIMENT.yaml [--set k=v ...] [--out DIR]``.
 
+``run`` reads the YAML it is given: an experiment with a ``sweep:`` block runs its sweep
+(exactly as ``governed-broker sweep``, with ``--dry-run``, ``--executor`` and ``--max-workers``),
+any other experiment runs once.
+
 Exit codes: 0 success, 2 configuration error (message on stderr, no traceback, nothing
-written), 1 runtime failure. Further subcommands come from the modules in ``SUBCOMMAND_MODULES``,
-each exposing ``register(subparsers)`` that adds its parser with ``set_defaults(func=...)``;
-``func(args) -> int`` is called with the parsed arguments.
+written), 1 runtime failure. Expected runtime failures (a missing backend package or model, an
+unreachable LLM server, a full disk, a missing optional package) print one line without a
+traceback; ``--debug`` (anywhere on the command line) adds the traceback. An unexpected failure
+(a bug) always prints its traceback. Further subcommands come from the modules in
+``SUBCOMMAND_MODULES``, each exposing ``register(subparsers)`` that adds its parser with
+``set_defaults(func=...)``; ``func(args) -> int`` is called with the parsed arguments.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import sqlite3
 import sys
 import traceback
 from collections.abc import Sequence
@@ -23,7 +32,14 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "governed_broker.sweep.cli",  # sweep, collect, status
     "governed_broker.analysis.cli",  # report
     "governed_broker.llm.cli",  # model pull|verify|list
+    "governed_broker.calibration.cli",  # calibrate
+    "governed_broker.explore.cli",  # explore
 )
+#: ``OSError`` numbers that are the machine's state, not a bug: said in one line.
+EXPECTED_ERRNOS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",
+                   errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
+                   errno.EPERM: "operation not permitted"}
+DEBUG_FLAG = "--debug"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="LLM-driven agent-based models of household flood adaptation.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(DEBUG_FLAG, action="store_true",
+                        help="print the traceback of a runtime failure (may be given anywhere)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_run_parser(sub)
     for name in SUBCOMMAND_MODULES:
@@ -42,44 +60,145 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``run``."""
-    run = sub.add_parser("run", help="run one experiment YAML",
-                         description="Run one experiment and write its outputs.")
+    from governed_broker.explore.cli import add_server_options
+
+    run = sub.add_parser(
+        "run", help="run an experiment YAML (its sweep, when it has a 'sweep:' block)",
+        description="Run one experiment and write its outputs; an experiment with a 'sweep:' "
+        "block runs its sweep, exactly as `governed-broker sweep`.")
     run.add_argument("experiment", type=Path, help="experiment YAML file")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="override a setting, e.g. --set seed=7 --set population.size=50 "
                           "(value parsed as YAML; repeatable)")
     run.add_argument("--out", type=Path, default=None,
-                     help="output directory (default: outputs/<name>)")
+                     help="output (or sweep) directory (default: outputs/<name>)")
     run.add_argument("--overwrite", action="store_true",
-                     help="replace an existing output directory")
+                     help="replace an existing output directory (single runs; a sweep resumes)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print what would run (a sweep's run table) and run nothing")
+    run.add_argument("--executor", choices=["local", "slurm"], default=None,
+                     help="sweeps: where runs execute (default: sweep.executor)")
+    run.add_argument("--max-workers", type=int, default=None,
+                     help="sweeps: local processes at once (default: sweep.max_workers or CPUs)")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    run.add_argument("--explore", action="store_true",
+                     help="also open the run explorer on the output, live while it runs")
+    add_server_options(run)
     run.set_defaults(func=cmd_run)
     return run
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``run``: load, validate, simulate, write."""
-    from governed_broker.config.cost import estimate_run_cost, format_run_cost
+    """``run``: the sweep of a YAML with a ``sweep:`` block, else one run."""
     from governed_broker.config.loader import load_experiment
-    from governed_broker.runner import OutputExistsError, run_experiment
 
     config = load_experiment(args.experiment, args.overrides)
+    if config.sweep is not None:
+        return _run_sweep(args)
+    for flag, value in (("--executor", args.executor), ("--max-workers", args.max_workers)):
+        if value is not None:
+            raise ConfigError(f"{flag}: {args.experiment} has no 'sweep:' block, so it runs once "
+                              "in this process; remove the flag, or add a sweep block")
+    return _run_once(args, config)
+
+
+def _run_once(args: argparse.Namespace, config) -> int:
+    from governed_broker.config.cost import estimate_run_cost, format_run_cost
+    from governed_broker.run_dir import partial_dir
+    from governed_broker.runner import OutputExistsError, run_experiment
+
     out = args.out if args.out is not None else Path("outputs") / config.name
     print(f"{config.name}: {format_run_cost(estimate_run_cost(config))}", file=sys.stderr)
+    if args.dry_run:
+        print(f"dry run: would write {out} ({config.years} years); nothing was run")
+        return 0
+    explorer = _explorer(args, out, lambda: out.is_dir() or partial_dir(out).is_dir())
     try:
         result = run_experiment(config, out, progress=not args.no_progress,
                                 overwrite=args.overwrite)
-    except OutputExistsError as exc:
-        raise ConfigError(str(exc)) from exc
+    except BaseException as exc:
+        if explorer is not None:
+            explorer.stop()
+        if isinstance(exc, OutputExistsError):
+            raise ConfigError(str(exc)) from exc
+        raise
     print(
         f"wrote {result.out_dir} ({result.n_households} households x {result.years} years, "
         f"{result.n_agent_rows} agent rows, {result.seconds:.1f} s, {result.decision_maker})"
     )
-    return 0
+    return _keep_exploring(explorer, 0)
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from governed_broker.sweep.api import default_sweep_dir
+    from governed_broker.sweep.cli import cmd_sweep
+    from governed_broker.sweep.plan import build_plan
+
+    if args.overwrite:
+        raise ConfigError(f"--overwrite: {args.experiment} has a 'sweep:' block; a sweep "
+                          "resumes into its directory (done runs are kept), so there is "
+                          "nothing to overwrite; choose another --out to start afresh")
+    explorer = None
+    if args.explore and not args.dry_run:
+        out = args.out or default_sweep_dir(build_plan(args.experiment, args.overrides))
+        explorer = _explorer(args, out, lambda: (out / "_sweep" / "plan.json").is_file())
+    try:
+        code = cmd_sweep(args)
+    except BaseException:
+        if explorer is not None:
+            explorer.stop()
+        raise
+    return _keep_exploring(explorer, code)
+
+
+def _explorer(args: argparse.Namespace, out: Path, present):
+    """With ``--explore``: an explorer that starts once ``present()`` (None without)."""
+    if not args.explore:
+        return None
+    from governed_broker.explore.server import Explorer, check_dependencies
+
+    check_dependencies()  # before anything runs: a missing extra is said at once
+    explorer = Explorer(out, args.host, args.port)
+    explorer.start_when_present(present, lambda line: print(line, file=sys.stderr, flush=True))
+    return explorer
+
+
+def _keep_exploring(explorer, code: int) -> int:
+    """After the run: keep the explorer open until Ctrl-C, then return the run's code."""
+    if explorer is not None and explorer.started():
+        print(f"the explorer stays open at {explorer.url}; Ctrl-C to stop it",
+              file=sys.stderr, flush=True)
+        explorer.wait()
+    return code
+
+
+def expected_failure(exc: BaseException) -> str | None:
+    """The one-line message of an expected runtime failure (None: unexpected, a bug).
+
+    Expected: LLM backend errors (missing package or model, unreachable server: their
+    messages say what to do), the explorer's start-up errors, and the machine's state (a full
+    disk, no permission).
+    """
+    from governed_broker.explore.server import ExplorerError
+    from governed_broker.llm.base import LLMError
+
+    if isinstance(exc, LLMError | ExplorerError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.errno in EXPECTED_ERRNOS:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{EXPECTED_ERRNOS[exc.errno]}{where} ({exc.strerror})"
+    if isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc):
+        return f"disk full ({exc})"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``governed-broker`` and ``run.py``; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug may follow the subcommand (run.py passes everything after "run"); the parser
+    # lists it only for --help
+    debug = DEBUG_FLAG in argv
+    argv = [a for a in argv if a != DEBUG_FLAG]
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -91,8 +210,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - the CLI reports any failure with exit code 1
-        traceback.print_exc(file=sys.stderr)
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        message = expected_failure(exc)
+        if debug or message is None:
+            traceback.print_exc(file=sys.stderr)
+        if message is None:
+            print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print("this failure was not expected; unless the message explains it, please "
+                  "report it with the traceback above", file=sys.stderr)
+        else:
+            hint = "" if debug else f" (add {DEBUG_FLAG} for the traceback)"
+            print(f"error: {message}{hint}", file=sys.stderr)
         return 1
 
 

@@ -129,3 +129,87 @@ def test_run_py_is_a_thin_wrapper(repo_root, experiments, tmp_path) -> None:
     bad = subprocess.run([sys.executable, str(repo_root / "run.py"), str(tmp_path / "nope.yaml")],
                          capture_output=True, text=True, timeout=120, check=False)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_sweep_options_on_a_single_run_are_refused(experiments, capsys) -> None:
+    path = experiments.write(experiments.data())
+    assert run_cli(["run", str(path), "--executor", "slurm"]) == 2
+    assert "has no 'sweep:' block" in capsys.readouterr().err
+
+
+def test_dry_run_of_a_single_run_runs_nothing(experiments, tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    assert run_cli(["run", str(experiments.write(experiments.data())), "--out", str(out),
+                    "--dry-run"]) == 0
+    assert "nothing was run" in capsys.readouterr().out and not out.exists()
+
+
+def test_run_py_dry_run_of_the_ablation_sweep_prints_its_plan(repo_root, tmp_path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(repo_root / "run.py"), str(repo_root / "experiments" /
+         "ablation_sweep.yaml"), "--dry-run", "--out", str(tmp_path / "s")],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "9 runs (9 distinct to run) with executor local" in proc.stdout
+    assert not (tmp_path / "s").exists()
+
+
+def _fail_with(monkeypatch, exc: BaseException) -> None:
+    import governed_broker.runner as runner
+
+    def explode(experiment, run_dir):
+        raise exc
+
+    monkeypatch.setattr(runner, "build_decision_maker", explode)
+
+
+EXPECTED_FAILURES = {
+    "missing_backend": (lambda: __import__("governed_broker.llm.base", fromlist=["x"]).LLMError(
+        "the embedded backend needs the xllamacpp package: pip install ..."),
+        "error: the embedded backend needs the xllamacpp package"),
+    "unreachable_server": (lambda: __import__(
+        "governed_broker.llm.base", fromlist=["x"]).LLMTransportError(
+        "cannot reach Ollama at http://127.0.0.1:9"), "error: cannot reach Ollama"),
+    "disk_full": (lambda: OSError(28, "No space left on device", "/data/out"),
+                  "error: disk full: /data/out (No space left on device)"),
+}
+
+
+@pytest.mark.parametrize("case", list(EXPECTED_FAILURES))
+def test_expected_failures_are_one_line_and_debug_adds_the_traceback(
+        case, experiments, tmp_path, monkeypatch, capsys) -> None:
+    make, message = EXPECTED_FAILURES[case]
+    _fail_with(monkeypatch, make())
+    path = str(experiments.write(experiments.data()))
+    assert run_cli(["run", path, "--out", str(tmp_path / "a")]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "--debug" in err
+    assert run_cli(["run", path, "--out", str(tmp_path / "b"), "--debug"]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback (most recent call last)" in err
+
+
+def test_an_unexpected_failure_shows_its_traceback(experiments, tmp_path, monkeypatch,
+                                                   capsys) -> None:
+    _fail_with(monkeypatch, ZeroDivisionError("division by zero"))
+    assert run_cli(["run", str(experiments.write(experiments.data())), "--out",
+                    str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "not expected" in err
+
+
+def test_explore_without_its_extra_fails_before_running(experiments, tmp_path, monkeypatch,
+                                                        capsys) -> None:
+    from governed_broker.explore import server
+
+    def missing():
+        raise server.ExplorerError("the explorer needs Solara, which is not installed: pip ...")
+
+    monkeypatch.setattr(server, "check_dependencies", missing)
+    out = tmp_path / "out"
+    code = run_cli(["run", str(experiments.write(experiments.data())), "--out", str(out),
+                    "--explore"])
+    err = capsys.readouterr().err
+    assert code == 1 and "needs Solara" in err and "Traceback" not in err
+    assert not out.exists() and not (tmp_path / "out.partial").exists()
+    assert run_cli(["explore", str(tmp_path / "nowhere")]) == 1  # checked first, same message

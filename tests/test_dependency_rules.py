@@ -23,7 +23,9 @@ FLOORS: dict[str, int] = {
     "broker": 4,
     "checkpoint": 5, "run_dir": 5,
     "runner": 6,
-    "sweep": 7, "analysis": 7, "cli": 7, "validity": 7, "docgen": 7,
+    "sweep": 7, "analysis": 7, "validity": 7, "docgen": 7,
+    "calibration": 8, "explore": 8,
+    "cli": 9,
 }
 
 

@@ -26,6 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         help="output HTML file (default: RUN_OR_SWEEP_DIR/report.html)")
     parser.add_argument("--benchmarks", metavar="YAML", default=None,
                         help="benchmark targets (default: configs/benchmarks.yaml)")
+    parser.add_argument("--targets", metavar="YAML", default=None,
+                        help="hindcast targets for a run's observed-vs-simulated section "
+                             "(default: the run's calibration.targets, if any)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=run_report_command)
     return parser
 
@@ -35,7 +39,8 @@ def run_report_command(args: argparse.Namespace) -> int:
     from governed_broker.analysis.report import write_report
 
     try:
-        path = write_report(args.directory, args.out, args.benchmarks)
+        path = write_report(args.directory, args.out, args.benchmarks, args.targets,
+                            progress=not args.no_progress)
     except AnalysisInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ import base64
 import html
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -35,6 +36,9 @@ from governed_broker.analysis.summary import summarise_run
 from governed_broker.analysis.version import METRIC_VERSION
 
 REPORT_FILE = "report.html"
+#: Where ``governed-broker explore DIR`` serves by default (the explorer's first free port);
+#: the report's "explore" links point there, with the view named in the address.
+EXPLORER_URL = "http://127.0.0.1:8765/"
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
@@ -48,7 +52,9 @@ img{max-width:100%}
 """
 
 
-def _img(png: bytes, alt: str) -> str:
+def _img(png: bytes, alt: str, bar=None) -> str:
+    if bar is not None:
+        bar.update(1)
     data = base64.b64encode(png).decode("ascii")
     return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"></p>'
 
@@ -90,6 +96,14 @@ def _fit_html(fit: BenchmarkFit) -> str:
     )
 
 
+def _explore(query: str, what: str, directory: Path) -> str:
+    """A link from a figure to the explorer's view of the same data."""
+    href = html.escape(EXPLORER_URL + "?" + query, quote=True)
+    command = html.escape(f"governed-broker explore {directory}")
+    return (f'<p class="explore"><a href="{href}">Explore {html.escape(what)}</a> in the run '
+            f"explorer (start it first: <code>{command}</code>).</p>")
+
+
 def _page(title: str, body: list[str]) -> str:
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
@@ -101,33 +115,76 @@ def _page(title: str, body: list[str]) -> str:
     )
 
 
-def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
-    """HTML text of the report of one run directory."""
+def _hindcast_html(run, targets_path: Path | None, bar=None) -> list[str]:
+    """The observed-vs-simulated section of a run with hindcast targets (its experiment's
+    ``calibration.targets``, or ``targets_path``); empty without."""
+    from governed_broker.analysis.hindcast import (
+        load_targets,
+        plot_hindcast,
+        run_measures,
+        score_measures,
+    )
+
+    if targets_path is None:
+        named = (run.config or {}).get("calibration") or {}
+        base = (run.manifest or {}).get("config_base_dir")
+        if not named.get("targets") or not base:
+            return []
+        targets_path = Path(base) / named["targets"]
+    targets = load_targets(targets_path)
+    measures = run_measures(run.agents, targets)
+    score = score_measures([measures], targets)
+    rmse = pd.DataFrame([{"series": k, "rmse (fraction)": v} for k, v in score.rmse.items()])
+    table = score.table.drop(columns=["runs_sd", "n_runs"])
+    return [
+        "<h2>Hindcast: observed vs simulated</h2>",
+        f"<p>{html.escape(targets.name)} (targets {html.escape(targets.version)}); largest "
+        f"implausibility {score.max_implausibility:.3g} (cutoff {targets.cutoff:g}; one run: "
+        "replicates and calibration: <code>governed-broker calibrate</code>).</p>",
+        _img(figure_to_png(plot_hindcast({"simulated": [measures]}, targets)),
+             "observed vs simulated take-up", bar),
+        _table(rmse, 4), _table(table, 3),
+        f"<p><small>{html.escape(targets.notice)}</small></p>" if targets.notice else "",
+    ]
+
+
+def run_report_html(path: Path | str, bench: BenchmarkSet | None = None,
+                    targets: Path | str | None = None, bar=None) -> str:
+    """HTML text of the report of one run directory, with a hindcast section when the run's
+    experiment names ``calibration.targets`` or ``targets`` is given (``bar``: a tqdm bar, one
+    step for the loading and analysis and one per figure)."""
     run = load_run(path)
     bench = bench or load_benchmarks()
     s = summarise_run(run, bench)
+    if bar is not None:
+        bar.update(1)
     head = pd.DataFrame([s.headline()])
     infeasible = pd.DataFrame([s.infeasible])
     body = [
         "<h2>Headline</h2>", _table(head),
+        *_hindcast_html(run, None if targets is None else Path(targets), bar),
         "<h2>Validation against empirical targets</h2>", _fit_html(s.fit),
         "<h2>Adaptation trajectories</h2>",
         _img(figure_to_png(plot_trajectories(s.trajectories, f"Adaptation states: {run.run_id}")),
-             "adaptation trajectories"),
+             "adaptation trajectories", bar),
+        _explore("tab=households", "each household's state, year by year, on its network",
+                 run.path),
         _table(s.trajectories),
     ]
     for column, table in s.trajectories_by_group.items():
         body += [f"<h3>By {column}</h3>", _table(table)]
     body += [
         "<h2>Damage, payouts, premiums, out-of-pocket (USD)</h2>",
-        _img(figure_to_png(plot_losses(s.losses)), "losses by year"),
+        _img(figure_to_png(plot_losses(s.losses)), "losses by year", bar),
+        _explore("tab=households&colour=flooded", "who was flooded each year", run.path),
         _table(s.losses, 1),
     ]
     for column, table in s.losses_by_group.items():
         body += [f"<h3>By {column}</h3>", _table(table, 1)]
     body += [
         "<h2>PMT appraisal labels</h2>",
-        _img(figure_to_png(plot_label_distribution(run.agents)), "TP/CP labels"),
+        _img(figure_to_png(plot_label_distribution(run.agents)), "TP/CP labels", bar),
+        _explore("tab=decisions", "the appraisals and reasons behind each decision", run.path),
         "<h2>PMT coherence (irrational-behaviour rate)</h2>", _table(s.irrational_overall),
         "<h3>Executed actions by year</h3>", _table(s.irrational_executed),
         "<h3>Proposed actions by year</h3>", _table(s.irrational_proposed),
@@ -137,8 +194,11 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
         "<p>Inaction of flooded households, by what they could do (only <i>could_act</i> "
         "counts for B5):</p>", _table(s.post_flood),
         "<h2>Infeasible proposals</h2>", _table(infeasible),
+        _explore("tab=decisions&status=rejected", "the rejected decisions", run.path),
         "<h2>Governance workload</h2>",
-        _img(figure_to_png(plot_governance(s.workload)), "governance workload"),
+        _img(figure_to_png(plot_governance(s.workload)), "governance workload", bar),
+        _explore("tab=decisions&status=retry_approved",
+                 "the decisions the broker re-asked, with the rules that fired", run.path),
         _table(s.workload),
         *([] if s.label_changes is None else [
             "<h3>Appraisal labels changed on governance re-asks</h3>",
@@ -160,8 +220,9 @@ def _sweep_groups(outcomes: pd.DataFrame, parameters: list[str]) -> str | None:
     return None
 
 
-def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> str:
-    """HTML text of the report of one sweep directory."""
+def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=None) -> str:
+    """HTML text of the report of one sweep directory (``bar``: a tqdm bar, one step per
+    figure)."""
     sweep = load_sweep(path)
     outcomes = run_outcomes(sweep)
     numeric = [p for p in sweep.parameters if pd.api.types.is_numeric_dtype(sweep.runs[p])]
@@ -169,7 +230,8 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> st
     body = [
         f"<p>{len(sweep.runs)} completed runs; swept parameters: "
         f"{html.escape(', '.join(sweep.parameters) or 'none')}.</p>",
-        "<h2>Runs</h2>", _table(status), _table(outcomes),
+        "<h2>Runs</h2>", _table(status),
+        _explore("", "any run of this sweep", Path(path)), _table(outcomes),
     ]
     group_by = _sweep_groups(outcomes, sweep.parameters)
     model = sweep.model.merge(sweep.runs[["run_id", *sweep.parameters]], on="run_id")
@@ -181,7 +243,7 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> st
         )
         summary = summarise_replicates(long)
         fig = plot_group_bands(summary, label, f"{label} across runs (mean, 95% CI)")
-        body += [f"<h2>{label.capitalize()} by year</h2>", _img(figure_to_png(fig), label)]
+        body += [f"<h2>{label.capitalize()} by year</h2>", _img(figure_to_png(fig), label, bar)]
     if numeric:
         body.append("<h2>Sensitivity (Sobol indices)</h2>")
         for output in OUTCOMES:
@@ -189,12 +251,14 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None) -> st
                 body.append(f"<p>{output}: constant across runs, no index computed.</p>")
                 continue
             indices = sobol_indices(outcomes, numeric, output)
-            body += [_img(figure_to_png(plot_sobol(indices)), f"Sobol {output}"), _table(indices)]
+            png = figure_to_png(plot_sobol(indices))
+            body += [_img(png, f"Sobol {output}", bar), _table(indices)]
     return _page(f"Sweep report: {Path(path).name}", body)
 
 
 def write_report(
-    path: Path | str, out: Path | str | None = None, benchmarks: Path | str | None = None
+    path: Path | str, out: Path | str | None = None, benchmarks: Path | str | None = None,
+    targets: Path | str | None = None, progress: bool = False,
 ) -> Path:
     """Write the HTML report of a run or sweep directory.
 
@@ -202,13 +266,21 @@ def write_report(
         path: A run directory or a sweep directory (detected by ``sweep_runs.csv``).
         out: Output HTML file (default: ``<path>/report.html``).
         benchmarks: Benchmarks YAML (default: ``configs/benchmarks.yaml``).
+        targets: Hindcast targets for a run (default: its ``calibration.targets``, if any).
+        progress: Show a progress bar on a terminal (the figures are the slow part).
 
     Returns:
         The path of the written file.
     """
     path = Path(path)
     bench = load_benchmarks(benchmarks)
-    text = sweep_report_html(path, bench) if is_sweep_dir(path) else run_report_html(path, bench)
+    from tqdm import tqdm
+
+    sweep = is_sweep_dir(path)
+    with tqdm(total=None if sweep else 5, desc="report", unit="step",
+              disable=not (progress and sys.stderr.isatty())) as bar:
+        text = (sweep_report_html(path, bench, bar) if sweep
+                else run_report_html(path, bench, targets, bar))
     target = Path(out) if out is not None else path / REPORT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")

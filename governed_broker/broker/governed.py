@@ -349,6 +349,7 @@ class GovernedBroker:
             "context_hash": p.context_hash,
             "estimated_prompt_tokens": p.estimated_tokens,
             "memory_ids": list(p.memory_ids),
+            "memory_fidelity": list(p.memory_fidelity),
             "knowledge_sources": list(p.knowledge_sources),
             "knowledge_retrieval": p.knowledge_retrieval,
             "state_before": _state_before(s),

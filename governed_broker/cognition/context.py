@@ -76,6 +76,8 @@ class Prompt:
         json_schema: The reply schema (decision restricted to the allowed actions).
         context_hash: sha256 of the messages and schema (identifies the prompt in the audit).
         memory_ids: Ids of the memories shown, in prompt order.
+        memory_fidelity: The fidelity each of them was shown at (``detailed``, ``summary``,
+            ``gist``), in the same order.
         knowledge_sources: Sources of the knowledge-base chunks shown.
         estimated_tokens: Prompt size estimate (characters / 4).
         knowledge_retrieval: The knowledge base's account of the retrieval (topics fired,
@@ -89,6 +91,7 @@ class Prompt:
     knowledge_sources: tuple[str, ...]
     estimated_tokens: int
     knowledge_retrieval: Mapping[str, Any] | None = None
+    memory_fidelity: tuple[str, ...] = ()
 
 
 def money(value: float) -> str:
@@ -241,6 +244,7 @@ class ContextBuilder:
             json_schema=schema,
             context_hash=digest,
             memory_ids=tuple(m.id for m in memories),
+            memory_fidelity=tuple(m.fidelity for m in memories),
             knowledge_sources=tuple(str(c.source) for c in chunks),
             estimated_tokens=tokens,
             knowledge_retrieval=retrieval,

@@ -13,6 +13,7 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from governed_broker.config.base import StrictModel
 from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
+from governed_broker.config.calibration import CalibrationConfig
 from governed_broker.config.limits import RunLimits
 from governed_broker.config.llm import LLMConfig
 from governed_broker.config.memory import MemoryConfig
@@ -60,6 +61,7 @@ class ExperimentConfig(StrictModel):
         outputs: Optional outputs: plots, progress bar, memory Markdown.
         limits: Sizes above which a run must be confirmed; not part of the run hash.
         sweep: The parameter sweep built on this experiment (``governed-broker sweep``).
+        calibration: The targets ``governed-broker calibrate`` scores the sweep against.
     """
 
     name: str = Field(
@@ -89,6 +91,7 @@ class ExperimentConfig(StrictModel):
     outputs: OutputConfig = OutputConfig()
     limits: RunLimits = RunLimits()
     sweep: SweepConfig | None = None
+    calibration: CalibrationConfig | None = None
 
     @field_validator("name")
     @classmethod

@@ -5,7 +5,8 @@ already done, so it must change whenever anything that can change the outputs ch
 setting, and the *contents* of every input file (agent types, damage table, population CSV,
 hazard schedule, prompt templates, knowledge documents, concepts graph, scripted replies).
 Settings that cannot change the outputs are left out (``OPERATIONAL``): the ``sweep`` block
-(it describes the ensemble, not the run), ``limits`` (confirmation thresholds), the progress
+(it describes the ensemble, not the run), ``calibration`` (the targets runs are scored against),
+``limits`` (confirmation thresholds), the progress
 bar, and how the LLM is reached and waited for (hosts, timeouts, transport retries and their
 back-off, patience, health checks, model pulls, Ollama's keep-alive): following a timeout
 error's advice to raise ``llm.timeout_s`` must not make a partial run impossible to resume.
@@ -28,6 +29,7 @@ def input_paths(config: ExperimentConfig) -> dict[str, Path]:
     """Input files and directories of an experiment, keyed by the path as written."""
     named: list[Path | None] = [
         config.agent_types, config.damage.table, config.population.file, config.hazard.file,
+        config.hazard.raster.path if config.hazard.raster is not None else None,
     ]
     if config.memory.engine != "none":
         named += [config.memory.concepts_file, config.memory.texts_file]
@@ -58,6 +60,7 @@ def _sha256(path: Path) -> str:
 #: Settings that cannot change a run's outputs, by section (None: the whole section).
 OPERATIONAL: dict[str, tuple[str, ...] | None] = {
     "sweep": None,
+    "calibration": None,
     "limits": None,
     "outputs": ("progress",),
     "llm": ("hosts", "timeout_s", "retries", "backoff_s", "backoff_max_s", "patience_s",

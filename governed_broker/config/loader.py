@@ -31,6 +31,8 @@ from governed_broker.config.yamlsafe import load_yaml_text, read_text_file, read
 
 #: Largest population CSV read (bytes): about a million households.
 MAX_POPULATION_BYTES = 256 << 20
+#: Largest coordinate of a home (grid units): metres of any projected system fit well within.
+MAX_COORDINATE = 1e8
 
 #: Columns of a population CSV and their kinds (docs/configuration.md).
 POPULATION_COLUMNS: dict[str, str] = {
@@ -45,6 +47,9 @@ POPULATION_COLUMNS: dict[str, str] = {
     "trust_insurance": "unit",
     "trust_neighbours": "unit",
 }
+#: Columns a population CSV may add: where the home stands, in the coordinates of the hazard
+#: grids (``hazard.mode: raster``; e.g. longitude and latitude in degrees).
+OPTIONAL_POPULATION_COLUMNS: dict[str, str] = {"x": "coordinate", "y": "coordinate"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,7 +202,7 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
     else:
         frame = None
         pop_zones = set(config.population.generate.zone_shares)
-    if config.hazard.mode in ("fixed", "stochastic"):
+    if config.hazard.mode in ("fixed", "stochastic", "raster"):
         missing = sorted(pop_zones - set(config.hazard.zones))
         if missing:
             raise ConfigError(
@@ -205,7 +210,10 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
                 f"have no entry in the hazard map; defined zones: "
                 f"{zone_names(config.hazard.zones)}"
             )
-    if config.hazard.mode == "fixed":
+    if config.hazard.mode == "raster":
+        check_raster(config, source, pop_zones,
+                     has_xy=frame is not None and "x" in frame.columns)
+    elif config.hazard.mode == "fixed":
         check_fixed_schedule(config, source, pop_zones)
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
@@ -363,6 +371,37 @@ def check_combinations(config: ExperimentConfig, source: Path,
                           "'none', so they would change nothing; remove them or choose an engine")
 
 
+def check_raster(config: ExperimentConfig, source: Path, pop_zones: set[str],
+                 has_xy: bool) -> None:
+    """The grids cover every year of the run and share one geometry, and the homes can be
+    placed: from the population's ``x``/``y`` or by a placement rule for every zone."""
+    from governed_broker.config.grids import check_grid_headers
+
+    raster = config.hazard.raster
+    wanted = [raster.calendar_year(t) for t in range(1, config.years + 1)]
+    missing = [y for y in wanted if y not in raster.grids]
+    if missing:
+        raise ConfigError(
+            f"{source}: field 'hazard.raster.grids': no grid for calendar year(s) "
+            f"{missing[:5]} of the run (start_year {raster.start_year}, {config.years} years); "
+            f"grids: {min(raster.grids)}-{max(raster.grids)}")
+    if has_xy and raster.placement is not None:
+        raise ConfigError(f"{source}: field 'hazard.raster.placement': the population CSV has "
+                          "x/y coordinates; give coordinates or a placement rule, not both")
+    if not has_xy:
+        if raster.placement is None:
+            raise ConfigError(
+                f"{source}: field 'hazard.raster.placement': the population has no x/y "
+                "coordinates, so a placement rule is needed (docs/hindcast.md)")
+        unplaced = sorted(pop_zones - set(raster.placement.zones))
+        if unplaced:
+            raise ConfigError(
+                f"{source}: field 'hazard.raster.placement.zones': no rule for population "
+                f"zone(s) {zone_names(unplaced)}")
+    _field(source, "hazard.raster",
+           lambda: check_grid_headers(raster, config.resolve_path(raster.path)))
+
+
 def check_fixed_schedule(config: ExperimentConfig, source: Path, pop_zones: set[str]) -> None:
     """A fixed flood schedule names only population zones and each year once: a misspelt
     zone would silently never flood, and of two entries for one year only one would count."""
@@ -405,6 +444,16 @@ def fixed_events(config: ExperimentConfig) -> list[Any]:
     return list(validate_model(_Schedule, read_yaml(file), file).events)
 
 
+def hazard_with_paths(config: ExperimentConfig) -> Any:
+    """The ``hazard`` section with the grid path (``raster.path``) resolved against the
+    experiment's folder, for building the hazard."""
+    hazard = config.hazard
+    if hazard.raster is None:
+        return hazard
+    raster = hazard.raster.model_copy(update={"path": config.resolve_path(hazard.raster.path)})
+    return hazard.model_copy(update={"raster": raster})
+
+
 def read_population_csv(path: Path) -> pd.DataFrame:
     """Read and validate a population CSV (lines starting with ``#`` are comments)."""
     text = read_text_file(path, "population CSV", MAX_POPULATION_BYTES)
@@ -413,18 +462,24 @@ def read_population_csv(path: Path) -> pd.DataFrame:
     except (ValueError, pd.errors.ParserError) as exc:
         # pandas quotes no file content in these messages, only positions and counts
         raise ConfigError(f"{path}: cannot read population CSV: {excerpt(str(exc), 160)}") from exc
+    known = {**POPULATION_COLUMNS, **OPTIONAL_POPULATION_COLUMNS}
     missing = [c for c in POPULATION_COLUMNS if c not in frame.columns]
-    extra = [str(c) for c in frame.columns if c not in POPULATION_COLUMNS]
+    extra = [str(c) for c in frame.columns if c not in known]
+    coords = [c for c in OPTIONAL_POPULATION_COLUMNS if c in frame.columns]
+    if coords and len(coords) != len(OPTIONAL_POPULATION_COLUMNS):
+        missing += [c for c in OPTIONAL_POPULATION_COLUMNS if c not in coords]
     if missing or extra:
         raise ConfigError(
             f"{path}: population CSV columns wrong (missing {missing}, unknown: "
-            f"{_unknown_columns(extra)}); expected: {', '.join(POPULATION_COLUMNS)}"
+            f"{_unknown_columns(extra)}); expected: {', '.join(POPULATION_COLUMNS)} "
+            f"(optional, together: {', '.join(OPTIONAL_POPULATION_COLUMNS)})"
         )
     if frame.empty:
         raise ConfigError(f"{path}: population CSV has no households")
     out = pd.DataFrame(index=frame.index)
-    for col, kind in POPULATION_COLUMNS.items():
-        out[col] = _convert_column(path, frame[col], col, kind)
+    for col, kind in known.items():
+        if col in frame.columns:
+            out[col] = _convert_column(path, frame[col], col, kind)
     return out
 
 
@@ -472,9 +527,12 @@ def _convert_column(path: Path, values: pd.Series, col: str, kind: str) -> pd.Se
     if kind == "nonneg":
         ok &= (numbers >= 0) & (numbers <= MAX_USD)
         allowed = f"a number in [0, {MAX_USD:g}] (USD) is required"
-    else:  # unit
+    elif kind == "unit":
         ok &= (numbers >= 0) & (numbers <= 1)
         allowed = "a number in [0, 1] is required"
+    else:  # coordinate
+        ok &= numbers.abs() <= MAX_COORDINATE
+        allowed = f"a coordinate in [-{MAX_COORDINATE:g}, {MAX_COORDINATE:g}] is required"
     if not ok.all():
         raise bad(int((~ok).to_numpy().argmax()), allowed)
     return numbers.astype(float)

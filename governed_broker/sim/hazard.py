@@ -97,6 +97,18 @@ class Hazard:
         """Flood depth per zone this year (0: no flood in that zone)."""
         raise NotImplementedError
 
+    def place_households(self, zone_index: np.ndarray, x: np.ndarray | None,
+                         y: np.ndarray | None) -> None:
+        """Where the homes stand: called once by the world after the population is built.
+
+        The zone-based modes need only each home's zone (given to ``household_depths``);
+        a mode that gives each home its own depth (``raster``) overrides this.
+
+        Args:
+            zone_index: Zone of each household (index into ``zones``).
+            x, y: Coordinates of each home from the population, or None.
+        """
+
     def household_depths(self, year: int, zone_index: np.ndarray) -> np.ndarray:
         """Depth at each home this year (metres; 0 where the event did not reach the home).
 

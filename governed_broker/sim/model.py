@@ -24,7 +24,7 @@ import numpy as np
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.damage import DamageTable, load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
-from governed_broker.config.loader import fixed_events, load_agent_types
+from governed_broker.config.loader import fixed_events, hazard_with_paths, load_agent_types
 from governed_broker.contracts.columns import AGENT_YEARLY, names
 from governed_broker.contracts.columns import model_columns as model_column_table
 from governed_broker.contracts.decision import (
@@ -144,8 +144,9 @@ class FloodModel(mesa.Model):
         self.zones = sorted(set(population.zone.tolist()))
         self.hh = self._arrays_from(population)
         self.n = population.size
-        self.hazard = make_hazard(config.hazard, self.zones, config.seed, config.years,
-                                  fixed_events(config))
+        self.hazard = make_hazard(hazard_with_paths(config), self.zones, config.seed,
+                                  config.years, fixed_events(config))
+        self.hazard.place_households(self.hh.zone_index, population.x, population.y)
         self.graph = build_graph(config.network, self.n, config.seed)
         self.neighbours = NeighbourIndex(self.graph, self.n)
         self.year = 0

@@ -32,6 +32,9 @@ class Population:
     insured: np.ndarray
     trust_insurance: np.ndarray
     trust_neighbours: np.ndarray
+    #: Where each home stands in the hazard grids' coordinates (None: not given).
+    x: np.ndarray | None = None
+    y: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -58,6 +61,8 @@ def load_population(config: PopulationConfig, seed: int, resolve=lambda p: Path(
             insured=frame["insured"].to_numpy(bool),
             trust_insurance=frame["trust_insurance"].to_numpy(float),
             trust_neighbours=frame["trust_neighbours"].to_numpy(float),
+            x=frame["x"].to_numpy(float) if "x" in frame.columns else None,
+            y=frame["y"].to_numpy(float) if "y" in frame.columns else None,
         )
     return generate_population(config.generate, config.size, seed)
 

@@ -39,6 +39,16 @@ def test_run_report_is_self_contained(fixtures_dir: Path, tmp_path: Path):
         assert pixels[..., :3].std() > 0.05  # not a blank canvas
 
 
+def test_figures_link_to_the_explorer_views_it_serves(fixtures_dir: Path, tmp_path: Path):
+    from governed_broker.analysis.report import EXPLORER_URL
+
+    text = write_report(fixtures_dir / "scripted_broker_run", tmp_path / "r.html").read_text()
+    links = re.findall(r'<a href="([^"]+)">Explore', text)
+    assert len(links) == 5 and all(link.startswith(EXPLORER_URL + "?") for link in links)
+    assert EXPLORER_URL + "?tab=decisions&amp;status=rejected" in links
+    assert "governed-broker explore " in text  # how to start it
+
+
 def test_sweep_report(fixtures_dir: Path, tmp_path: Path):
     out = write_report(fixtures_dir / "sensitivity_sweep", tmp_path / "s.html")
     text = out.read_text(encoding="utf-8")

@@ -188,6 +188,7 @@ def test_situations_and_memories_are_not_mutated(close_brokers):
     (d,) = broker.decide([s])
     assert s == before
     assert d.audit["memory_ids"] == ["m1"]
+    assert d.audit["memory_fidelity"] == ["gist"]  # the fidelity the prompt showed it at
 
 
 class SlowBackend(LLMBackend):

@@ -142,6 +142,7 @@ def test_memories_show_years_and_fidelity_and_are_bounded():
     assert "- Year 3 (a faded memory): Memory number 3." in text
     assert "Memory number 4" not in text
     assert p.memory_ids == ("m1", "m2", "m3")
+    assert p.memory_fidelity == ("detailed", "summary", "gist")  # recorded in the audit
 
 
 def test_memory_text_at_current_fidelity_is_used():

@@ -81,7 +81,7 @@ def test_errors_name_file_field_value_and_allowed(experiments) -> None:
         load_experiment(path)
     message = str(info.value)
     assert str(path) in message and "hazard.mode" in message
-    assert "'sometimes'" in message and "'fixed' or 'stochastic'" in message
+    assert "'sometimes'" in message and "'fixed', 'stochastic' or 'raster'" in message
 
 
 def test_unknown_key_lists_allowed_keys(experiments) -> None:

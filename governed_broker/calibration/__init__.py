@@ -1,0 +1,11 @@
+"""Calibration: a sweep scored against observed yearly series (history matching).
+
+``calibrate(experiment)`` runs (or resumes) the experiment's sweep and reports the plausible
+region of its parameters; ``governed-broker calibrate EXPERIMENT.yaml`` is the command. See
+docs/hindcast.md.
+"""
+
+from governed_broker.calibration.api import calibrate
+from governed_broker.calibration.history import CalibrationResult, history_match
+
+__all__ = ["CalibrationResult", "calibrate", "history_match"]

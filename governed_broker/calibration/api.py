@@ -1,0 +1,90 @@
+"""``calibrate``: run the experiment's sweep, score it against its targets, write the region.
+
+Outputs, in ``<sweep dir>/calibration/``:
+
+* ``points.csv``: one row per parameter point (parameters, runs, max implausibility, RMSE per
+  series, plausible);
+* ``summary.json``: cutoff, counts, the plausible region per parameter, the best point and its
+  full score (every target: observed, simulated, implausibility), the FEMA notice;
+* ``fit.png``: observed vs simulated take-up (best point; range of all plausible runs).
+
+Calling it again on the same experiment and directory runs nothing already done (the sweep is
+idempotent) and scores again, e.g. after editing the targets, which are not part of the runs'
+hash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from governed_broker.analysis.errors import AnalysisInputError
+from governed_broker.analysis.hindcast import load_targets, plot_hindcast
+from governed_broker.calibration.history import CalibrationResult, history_match
+from governed_broker.config import ConfigError, load_experiment
+from governed_broker.sweep.api import SweepResult, default_sweep_dir, run_sweep
+from governed_broker.sweep.plan import build_plan
+from governed_broker.sweep.state import write_atomic
+
+#: Sub-directory of the sweep directory with the calibration's outputs.
+CALIBRATION_DIR = "calibration"
+
+
+def calibrate(
+    experiment: str | Path,
+    overrides: Sequence[str] = (),
+    *,
+    out_dir: str | Path | None = None,
+    executor: str | None = None,
+    max_workers: int | None = None,
+    progress: bool = True,
+) -> tuple[CalibrationResult, SweepResult]:
+    """Run (or resume) the sweep of ``experiment`` and history-match it to its targets.
+
+    Raises:
+        ConfigError: no ``calibration:`` or ``sweep:`` section, unreadable targets, or any
+            configuration error of the sweep.
+    """
+    config = load_experiment(experiment, overrides)
+    if config.calibration is None:
+        raise ConfigError(f"{experiment}: no 'calibration:' section; add "
+                          "'calibration: {targets: FILE}' naming the observed targets "
+                          "(docs/hindcast.md)")
+    if config.sweep is None:
+        raise ConfigError(f"{experiment}: calibrate needs a 'sweep:' section declaring the "
+                          "parameters and their ranges (docs/sweeps.md, docs/hindcast.md)")
+    try:
+        targets = load_targets(config.resolve_path(config.calibration.targets))
+    except AnalysisInputError as exc:
+        raise ConfigError(f"{experiment}: field 'calibration.targets': {exc}") from exc
+    out = out_dir if out_dir is not None else default_sweep_dir(build_plan(experiment, overrides))
+    sweep = run_sweep(experiment, overrides, out_dir=out, executor=executor,
+                      max_workers=max_workers, progress=progress)
+    result = history_match(sweep.sweep_dir, sweep.index, targets)
+    write_calibration(result, sweep.sweep_dir / CALIBRATION_DIR)
+    return result, sweep
+
+
+def write_calibration(result: CalibrationResult, folder: Path) -> Path:
+    """Write ``points.csv``, ``summary.json`` and ``fit.png`` into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / "points.csv", result.points.to_csv(index=False))
+    write_atomic(folder / "summary.json",
+                 json.dumps(result.summary(), indent=2, sort_keys=False) + "\n")
+    ensembles = {}
+    if result.best is not None:
+        ensembles[f"best fit (point {result.best})"] = result.measures[result.best]
+    plausible = [m for k, runs in result.measures.items()
+                 if result.points.loc[k, "plausible"] for m in runs]
+    if plausible:
+        ensembles[f"plausible points ({result.n_plausible})"] = plausible
+    if ensembles:
+        figure = plot_hindcast(ensembles, result.targets,
+                               f"{result.targets.name}: calibration "
+                               f"({result.n_plausible} of {len(result.points)} points plausible)")
+        tmp = folder / ".fit.png.tmp"
+        figure.savefig(tmp, dpi=110, format="png")
+        os.replace(tmp, folder / "fit.png")
+    return folder

@@ -1,0 +1,62 @@
+"""Subcommand ``calibrate`` (registered by ``governed_broker.cli``).
+
+Exit codes: 0 every run done and scored, 1 some run failed (the others are scored), 2
+configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``calibrate`` to the ``governed-broker`` parser."""
+    parser = subparsers.add_parser(
+        "calibrate",
+        help="run an experiment's sweep and history-match it to observed targets",
+        description="Run (or resume) the experiment's 'sweep:' block, score every parameter "
+        "point against the 'calibration.targets' file and report the plausible region "
+        "(points whose largest implausibility is within the targets' cutoff).",
+    )
+    parser.add_argument("experiment", type=Path,
+                        help="experiment YAML with 'sweep:' and 'calibration:' sections")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override a setting (repeatable)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="sweep directory (default: outputs/<name>)")
+    parser.add_argument("--executor", choices=["local", "slurm"], default=None,
+                        help="where runs execute (default: sweep.executor)")
+    parser.add_argument("--max-workers", type=int, default=None,
+                        help="local processes at once (default: sweep.max_workers or CPUs)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.set_defaults(func=cmd_calibrate)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """``calibrate``: sweep, score, print the region and the best point."""
+    from governed_broker.calibration.api import CALIBRATION_DIR, calibrate
+    from governed_broker.config import ConfigError
+
+    if args.max_workers is not None and args.max_workers < 1:
+        raise ConfigError(f"--max-workers {args.max_workers}: must be at least 1")
+    result, sweep = calibrate(args.experiment, args.overrides, out_dir=args.out,
+                              executor=args.executor, max_workers=args.max_workers,
+                              progress=not args.no_progress)
+    summary = result.summary()
+    print(f"{summary['n_plausible']} of {summary['n_points']} parameter points plausible "
+          f"(max implausibility <= {summary['cutoff']:g})")
+    for name, span in summary["region"].items():
+        if "values" in span:
+            print(f"  {name}: {span['values'] or 'none'} (sampled {span['sampled']})")
+        else:
+            found = "none" if span["low"] is None else f"{span['low']:.4g} .. {span['high']:.4g}"
+            print(f"  {name}: {found} (sampled {span['sampled'][0]:.4g} .. "
+                  f"{span['sampled'][1]:.4g})")
+    best = summary["best"]
+    if best is not None:
+        rmse = ", ".join(f"{k} {v:.4f}" for k, v in best["rmse"].items() if v is not None)
+        print(f"best point: max implausibility {best['max_implausibility']:.3g}; RMSE {rmse}")
+    print(f"wrote {sweep.sweep_dir / CALIBRATION_DIR}", file=sys.stderr)
+    return sweep.exit_code

@@ -1,0 +1,115 @@
+"""Hindcast measures on hand-made agent tables, with values computed by hand."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from governed_broker.analysis.errors import AnalysisInputError
+from governed_broker.analysis.hindcast import (
+    HindcastTargets,
+    half_life_after,
+    load_targets,
+    run_measures,
+    score_measures,
+    spike_after,
+    takeup_series,
+    tenure_median,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def targets(**changes) -> HindcastTargets:
+    data = {
+        "version": "t", "name": "test", "start_year": 2000, "initial_year": 2000,
+        "series": [
+            {"id": "in_a", "name": "zone a", "zone": "a", "denominator": 10,
+             "denominator_source": "s", "policies": {2000: 5, 2001: 6, 2002: 4}, "sd": 0.1,
+             "sd_source": "s"},
+            {"id": "all", "name": "all", "zone": None, "denominator": 10,
+             "denominator_source": "s", "policies": {2000: 5, 2001: 6, 2002: 4}, "sd": 0.1,
+             "sd_source": "s"},
+        ],
+        "series_source": "s", "floods": [2000],
+        "spike": {"range": [0.0, 0.6], "source": "s"},
+        "tenure": {"range": [1.0, 4.0], "source": "s"},
+    }
+    data.update(changes)
+    return HindcastTargets.model_validate(data)
+
+
+def agents(insured: dict[int, list[bool]], zones: list[str]) -> pd.DataFrame:
+    """Rows for households 1..n over the years of ``insured`` (year -> flags per household;
+    None drops the household's row: it has relocated)."""
+    rows = []
+    for year, flags in insured.items():
+        for i, flag in enumerate(flags):
+            if flag is not None:
+                rows.append({"year": year, "agent_id": i + 1, "flood_zone": zones[i],
+                             "insured_before": flag})
+    return pd.DataFrame(rows)
+
+
+def test_takeup_counts_policies_in_force_over_the_zones_initial_households() -> None:
+    table = agents({1: [True, False, True, False], 2: [True, True, None, False],
+                    3: [False, True, None, True]}, ["a", "a", "a", "b"])
+    series = takeup_series(table, targets()).set_index(["series", "calendar_year"])["takeup"]
+    assert series[("in_a", 2000)] == pytest.approx(2 / 3)
+    assert series[("in_a", 2001)] == pytest.approx(2 / 3)   # the relocated one counts as not
+    assert series[("all", 2002)] == pytest.approx(2 / 4)
+
+
+def test_spike_and_half_life_by_hand() -> None:
+    takeup = pd.Series({2000: 0.10, 2001: 0.14, 2002: 0.13, 2003: 0.11, 2004: 0.10})
+    assert spike_after(takeup, 2000) == pytest.approx(0.4)
+    # excess 0.04 at its 2001 peak; 0.03 in 2002, 0.01 in 2003: halves (0.02) at 2002.5
+    assert half_life_after(takeup, 2000, None) == pytest.approx(1.5)
+    assert math.isnan(half_life_after(takeup, 2000, 2003))  # not halved before the next flood
+    assert math.isnan(half_life_after(pd.Series({2000: 0.1, 2001: 0.09}), 2000, None))
+    assert math.isnan(spike_after(takeup, 2004))
+
+
+def test_tenure_is_the_kaplan_meier_median_of_new_policies() -> None:
+    # h1 insured years 2-3 (lapses in 4: 2 years), h2 years 2-5 (censored at the end, 4),
+    # h3 years 3 (lapses in 4: 1 year), h4 insured from the start (not a new policy)
+    table = agents({1: [False, False, False, True], 2: [True, True, False, True],
+                    3: [True, True, True, True], 4: [False, True, False, False],
+                    5: [False, True, False, False]}, ["a"] * 4)
+    # event times 1 (1 of 3 at risk: S = 2/3) and 2 (1 of 2 at risk: S = 1/3)
+    assert tenure_median(table) == 2.0
+    never = agents({1: [False], 2: [True], 3: [True]}, ["a"])
+    assert math.isnan(tenure_median(never))
+
+
+def test_implausibility_combines_the_sd_and_the_spread_of_the_runs() -> None:
+    t = targets(spike=None, tenure=None, floods=[])
+    run_a = agents({1: [True] * 5 + [False] * 5, 2: [True] * 7 + [False] * 3,
+                    3: [True] * 4 + [False] * 6}, ["a"] * 10)
+    run_b = agents({1: [True] * 5 + [False] * 5, 2: [True] * 5 + [False] * 5,
+                    3: [True] * 4 + [False] * 6}, ["a"] * 10)
+    score = score_measures([run_measures(run_a, t), run_measures(run_b, t)], t)
+    row = score.table.set_index(["target", "calendar_year"]).loc[("in_a", 2001)]
+    # simulated mean 0.6, observed 0.6: I = 0; 2002: mean 0.4 = observed
+    assert row["simulated"] == pytest.approx(0.6) and row["implausibility"] == pytest.approx(0)
+    single = score_measures([run_measures(run_b, t)], t)
+    row = single.table.set_index(["target", "calendar_year"]).loc[("in_a", 2001)]
+    assert row["implausibility"] == pytest.approx(abs(0.5 - 0.6) / 0.1)
+    assert single.rmse["in_a"] == pytest.approx(math.sqrt((0.1**2 + 0**2) / 2))
+    assert single.max_implausibility == pytest.approx(1.0) and single.plausible
+    initial = single.table.set_index(["target", "calendar_year"]).loc[("in_a", 2000)]
+    assert np.isnan(initial["implausibility"])  # the initial condition is not scored
+
+
+def test_the_passaic_targets_load_and_a_bad_file_is_named(tmp_path) -> None:
+    passaic = load_targets(REPO / "configs" / "hindcast" / "passaic.yaml")
+    assert [s.id for s in passaic.series] == ["takeup_sfha", "takeup_non_sfha", "takeup_all"]
+    assert passaic.series[2].takeup()[2011] == pytest.approx(8263 / 49494)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: x\nname: y\nstart_year: 2011\nseries: []\nseries_source: s\n")
+    with pytest.raises(AnalysisInputError, match="bad.yaml"):
+        load_targets(bad)

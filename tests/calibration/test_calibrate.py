@@ -1,0 +1,80 @@
+"""A small calibration of the baseline on the Passaic hindcast (200 households, 3 design
+points x 2 replicates, 13 years), and the run report's observed-vs-simulated section."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from governed_broker.analysis.report import write_report
+from governed_broker.calibration import calibrate
+from governed_broker.cli import main
+from governed_broker.config import ConfigError, load_experiment
+from governed_broker.runner import run_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = REPO / "experiments" / "passaic_hindcast_small.yaml"
+TINY = ["population.size=200", "sweep.sampler.n=3", "sweep.replicates=2",
+        "sweep.max_workers=1", "outputs.plots=false"]
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cal") / "sweep"
+    result, sweep = calibrate(SMALL, TINY, out_dir=out, progress=False)
+    return result, sweep, out
+
+
+def test_calibrate_writes_the_region_and_the_best_score(calibrated) -> None:
+    result, sweep, out = calibrated
+    assert sweep.exit_code == 0
+    points = pd.read_csv(out / "calibration" / "points.csv")
+    assert len(points) == 3 and set(points["n_runs"]) == {2}
+    assert (points["plausible"] == (points["max_implausibility"] <= 3.0)).all()
+    summary = json.loads((out / "calibration" / "summary.json").read_text())
+    bounds = load_experiment(SMALL).sweep.sampler.bounds
+    assert set(summary["region"]) == set(bounds)
+    for name, span in summary["region"].items():
+        low, high = bounds[name]
+        assert low <= span["sampled"][0] <= span["sampled"][1] <= high
+        if span["low"] is not None:
+            assert span["sampled"][0] <= span["low"] <= span["high"] <= span["sampled"][1]
+    best = summary["best"]
+    assert best["max_implausibility"] == pytest.approx(points["max_implausibility"].min())
+    assert set(best["rmse"]) == {"takeup_sfha", "takeup_non_sfha", "takeup_all"}
+    assert summary["n_plausible"] == int(points["plausible"].sum())
+    assert "not endorsed by FEMA" in summary["notice"]
+    assert (out / "calibration" / "fit.png").stat().st_size > 0
+
+
+def test_calibrating_again_runs_nothing_and_scores_the_same(calibrated) -> None:
+    result, _, out = calibrated
+    again, sweep = calibrate(SMALL, TINY, out_dir=out, progress=False)
+    assert sweep.executed == []
+    pd.testing.assert_frame_equal(again.points, result.points)
+
+
+def test_calibrate_needs_targets_and_a_sweep(tmp_path, capsys) -> None:
+    with pytest.raises(ConfigError, match="no 'calibration:' section"):
+        calibrate(SMALL, ["calibration=null"], out_dir=tmp_path / "x", progress=False)
+    with pytest.raises(ConfigError, match="needs a 'sweep:' section"):
+        calibrate(SMALL, ["sweep=null"], out_dir=tmp_path / "x", progress=False)
+    assert main(["calibrate", str(SMALL), "--set", "sweep=null"]) == 2
+
+
+def test_the_small_hindcast_runs_13_years_and_its_report_compares(tmp_path) -> None:
+    config = load_experiment(SMALL, ["population.size=300", "outputs.plots=false"])
+    out = run_experiment(config, tmp_path / "run", progress=False).out_dir
+    model = pd.read_csv(out / "model_yearly.csv")
+    assert model["year"].tolist() == list(range(1, 14))
+    # Irene (2011) floods every SFHA home, by the placement rule; the quiet years none
+    agents = pd.read_csv(out / "agents_yearly.csv")
+    first = agents[agents["year"] == 1]
+    assert first.loc[first["flood_zone"] == "sfha", "flooded"].all()
+    assert not first.loc[first["flood_zone"] == "non_sfha", "flooded"].any()
+    assert model.loc[model["year"] == 5, "n_flooded"].item() == 0
+    report = write_report(out).read_text()
+    assert "Hindcast: observed vs simulated" in report and "takeup_sfha" in report

@@ -1,0 +1,167 @@
+"""Mode ``raster``: homes get their grid cell's depth, year by year, on a tiny grid.
+
+The grids (3 rows x 4 columns of 10 m cells, lower-left corner at 0, 0) are written by the
+test; depths per calendar year are in ``GRIDS`` (first row = northernmost, -9999 = NODATA).
+"""
+
+from __future__ import annotations
+
+import gzip
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from governed_broker.config.base import ConfigError
+from governed_broker.config.loader import hazard_with_paths
+from governed_broker.runner import run_experiment
+from governed_broker.sim.hazard import make_hazard
+
+GRIDS = {
+    2000: [[0.0, 0.5, -9999, 0.0], [1.0, 0.0, 0.0, 0.0], [2.0, 0.2, 0.0, 0.0]],
+    2001: [[0.0, 0.0, -9999, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.0, 0.0, 0.0]],
+    2002: [[0.0, 0.7, -9999, 0.0], [1.5, 0.0, 0.0, 0.0], [2.5, 0.4, 0.0, 0.0]],
+}
+#: Homes (x, y) at cell centres: (row 2, col 0), (row 0, col 1), (row 1, col 3), (row 1, col 0).
+HOMES = [(5.0, 5.0, "sfha"), (15.0, 25.0, "sfha"), (35.0, 15.0, "other"), (5.0, 15.0, "sfha")]
+CELLS = [(2, 0), (0, 1), (1, 3), (1, 0)]
+STATEMENT = {"sfha": {"annual_probability": 0.01, "median_depth_m": 0.6},
+             "other": {"annual_probability": 0.002, "median_depth_m": 0.3}}
+
+
+def write_grid(path: Path, rows: list[list[float]]) -> None:
+    header = "ncols 4\nnrows 3\nxllcorner 0\nyllcorner 0\ncellsize 10\nNODATA_value -9999\n"
+    text = header + "\n".join(" ".join(f"{v:g}" for v in row) for row in rows) + "\n"
+    if path.suffix == ".gz":
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+
+
+@pytest.fixture
+def grid_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "grids"
+    folder.mkdir()
+    for year, rows in GRIDS.items():
+        write_grid(folder / (f"depth{year}.asc" + (".gz" if year == 2001 else "")), rows)
+    return folder
+
+
+def grid_names() -> dict[int, str]:
+    return {y: f"depth{y}.asc" + (".gz" if y == 2001 else "") for y in GRIDS}
+
+
+def population_csv(tmp_path: Path, with_xy: bool = True) -> Path:
+    lines = ["tenure,flood_zone,income_usd,savings_usd,structure_value_usd,contents_value_usd,"
+             "elevated,insured,trust_insurance,trust_neighbours" + (",x,y" if with_xy else "")]
+    for x, y, zone in HOMES:
+        xy = f",{x},{y}" if with_xy else ""
+        lines.append(f"owner,{zone},80000,50000,250000,100000,False,False,0.3,0.5{xy}")
+    path = tmp_path / "homes.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def raster_data(experiments, grid_path: Path, population: Path, **raster) -> dict:
+    data = experiments.data()
+    data["years"] = 3
+    data["population"] = {"source": "test homes", "file": str(population)}
+    data["network"] = {"kind": "none"}
+    data["hazard"] = {"source": "test grids; statement: test", "mode": "raster",
+                      "zones": STATEMENT,
+                      "raster": {"path": str(grid_path), "grids": grid_names(),
+                                 "start_year": 2000, **raster}}
+    return data
+
+
+def test_homes_get_their_cells_depth_every_year(experiments, grid_dir, tmp_path) -> None:
+    config = experiments.config(data=raster_data(experiments, grid_dir,
+                                                 population_csv(tmp_path)))
+    out = run_experiment(config, tmp_path / "run", progress=False).out_dir
+    agents = pd.read_csv(out / "agents_yearly.csv")
+    for year, calendar in enumerate(sorted(GRIDS), start=1):
+        rows = agents[agents["year"] == year].set_index("agent_id")
+        expected = [GRIDS[calendar][r][c] for r, c in CELLS]
+        np.testing.assert_allclose(rows.loc[[1, 2, 3, 4], "depth_m"], expected)
+        assert rows.loc[[1, 2, 3, 4], "flooded"].tolist() == [d > 0 for d in expected]
+
+
+def test_a_tar_archive_reads_as_the_directory(experiments, grid_dir, tmp_path) -> None:
+    archive = tmp_path / "grids.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name in grid_names().values():
+            tar.add(grid_dir / name, arcname=name)
+    pop = population_csv(tmp_path)
+    hazards = [make_hazard(hazard_with_paths(experiments.config(
+        data=raster_data(experiments, path, pop))), ["other", "sfha"], 1, 3)
+        for path in (grid_dir, archive)]
+    for year in sorted(GRIDS):
+        np.testing.assert_array_equal(hazards[0].depths[year], hazards[1].depths[year])
+
+
+def test_households_are_told_the_declared_chance_not_the_series(experiments, grid_dir,
+                                                                 tmp_path) -> None:
+    """The stated chance is the declared statement, whatever the grids hold."""
+    data = raster_data(experiments, grid_dir, population_csv(tmp_path))
+    hazard = make_hazard(hazard_with_paths(experiments.config(data=data)),
+                         ["other", "sfha"], 1, 3)
+    np.testing.assert_allclose(hazard.probability, [0.002, 0.01])
+    np.testing.assert_allclose(hazard.typical_depth_m, [0.3, 0.6])
+    write_grid(grid_dir / "depth2001.asc.gz", GRIDS[2000])  # a wetter future changes nothing
+    again = make_hazard(hazard_with_paths(experiments.config(data=data)),
+                        ["other", "sfha"], 1, 3)
+    np.testing.assert_allclose(again.probability, hazard.probability)
+
+
+def test_the_placement_rule_draws_cells_of_the_zone_class(experiments, grid_dir,
+                                                          tmp_path) -> None:
+    placement = {"source": "test rule",
+                 "zones": {"sfha": {"wet_years_min": 2, "wet_years_max": 3},
+                           "other": {"wet_years_min": 0, "wet_years_max": 0}}}
+    data = raster_data(experiments, grid_dir, population_csv(tmp_path, with_xy=False),
+                       placement=placement)
+    hazard = make_hazard(hazard_with_paths(experiments.config(data=data)),
+                         ["other", "sfha"], 7, 3)
+    zone_index = np.array([1] * 50 + [0] * 50)
+    hazard.place_households(zone_index, None, None)
+    wet = hazard.wet_years()
+    assert set(wet[hazard.cells[:50]]) <= {2, 3} and set(wet[hazard.cells[50:]]) == {0}
+    again = make_hazard(hazard_with_paths(experiments.config(data=data)),
+                        ["other", "sfha"], 7, 3)
+    again.place_households(zone_index, None, None)
+    np.testing.assert_array_equal(again.cells, hazard.cells)  # seeded
+    # wet in 2 or 3 years: (row 0, col 1), (row 1, col 0), (row 2, col 0), (row 2, col 1)
+    assert set(hazard.cells[:50]) <= {1, 4, 8, 9}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d, p: d["hazard"]["raster"].update(path=str(p / "nowhere.tar.gz")),
+         "not found.*fetch the archive named in the experiment's hazard.source"),
+        (lambda d, p: d.update(years=4), r"no grid for calendar year\(s\) \[2003\]"),
+        (lambda d, p: d["hazard"].pop("zones"), "declared annual chance"),
+        (lambda d, p: d["hazard"]["raster"].update(
+            placement={"source": "s", "zones": {"sfha": {"wet_years_min": 0,
+                                                         "wet_years_max": 1}}}),
+         "coordinates or a placement rule, not both"),
+        (lambda d, p: d["hazard"]["raster"]["grids"].update({2002: "depth2000.asc"}),
+         "stand for more than one year"),
+    ],
+)
+def test_bad_raster_settings_are_configuration_errors(experiments, grid_dir, tmp_path,
+                                                      change, message) -> None:
+    data = raster_data(experiments, grid_dir, population_csv(tmp_path))
+    change(data, tmp_path)
+    with pytest.raises(ConfigError, match=message):
+        experiments.config(data=data)
+
+
+def test_a_home_outside_the_modelled_area_is_named(experiments, grid_dir, tmp_path) -> None:
+    pop = population_csv(tmp_path)
+    pop.write_text(pop.read_text().replace("35.0,15.0", "25.0,25.0"))  # the NODATA cell
+    config = experiments.config(data=raster_data(experiments, grid_dir, pop))
+    with pytest.raises(ConfigError, match="household 3 at x=25, y=25 is outside"):
+        run_experiment(config, tmp_path / "run", progress=False)
