@@ -38,10 +38,10 @@ after execution in the last simulated year):
                                    floods followed by no other flood in the zone until then
                                    (floods whose rise outlasts the run or another flood are
                                    left out)
-``median_policy_tenure``           years (unit): Kaplan-Meier median length of the policies
-                                   bought during the run (a spell ends when the household lets
-                                   it lapse; it is censored when the run ends or the household
-                                   leaves)
+``median_policy_tenure``           years (unit): Kaplan-Meier median years in force of the
+                                   policies started during the run (``analysis.hindcast.
+                                   tenure_median``: censored when the run ends or the
+                                   household leaves)
 =================================  ===========================================================
 """
 
@@ -59,6 +59,7 @@ from pydantic import Field, ValidationError, model_validator
 from scipy import stats
 
 from governed_broker.analysis.errors import AnalysisInputError
+from governed_broker.analysis.hindcast import tenure_median
 from governed_broker.analysis.responses import post_flood_rows
 from governed_broker.analysis.trajectories import household_states
 from governed_broker.analysis.version import METRIC_VERSION
@@ -252,47 +253,12 @@ def _post_flood_rise_years(agents: pd.DataFrame, bench: BenchmarkSet) -> Measure
     return MeasureValue(float(np.mean(durations)), len(durations))
 
 
-def policy_spells(agents: pd.DataFrame) -> pd.DataFrame:
-    """Policies bought during the run: ``agent_id, start, years, ended`` (``ended`` False:
-    censored by the end of the run or by the household leaving)."""
-    rows = agents.sort_values(["agent_id", "year"])
-    spells = []
-    for agent_id, own in rows.groupby("agent_id"):
-        start = None
-        for year, before, after, left in zip(own["year"], own["insured_before"],
-                                             own["insured_after"], own["relocated_after"],
-                                             strict=True):
-            if start is None and after and not before:
-                start = int(year)
-            elif start is not None and not after:
-                spells.append((agent_id, start, int(year) - start, not left))
-                start = None
-        if start is not None:
-            spells.append((agent_id, start, int(own["year"].max()) - start + 1, False))
-    return pd.DataFrame(spells, columns=["agent_id", "start", "years", "ended"])
-
-
-def kaplan_meier_median(years: pd.Series, ended: pd.Series) -> float | None:
-    """Median of right-censored durations (years): the first duration at which the
-    Kaplan-Meier survival falls to 0.5 or below; None when it never does."""
-    survival = 1.0
-    for t in sorted(years[ended].unique()):
-        at_risk = int((years >= t).sum())
-        lapses = int(((years == t) & ended).sum())
-        survival *= 1.0 - lapses / at_risk
-        if survival <= 0.5:
-            return float(t)
-    return None
-
-
 def _median_policy_tenure(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
-    spells = policy_spells(agents)
-    if spells.empty:
-        return MeasureValue(None, 0, "no policy bought during the run")
-    median = kaplan_meier_median(spells["years"], spells["ended"].astype(bool))
-    if median is None:
-        return MeasureValue(None, len(spells), "more than half the policies outlast the run")
-    return MeasureValue(median, len(spells))
+    median = tenure_median(agents)
+    if np.isnan(median):
+        return MeasureValue(None, 0, "no policy bought during the run lapsed before half of "
+                                     "them had (or none was bought)")
+    return MeasureValue(float(median), int(agents["agent_id"].nunique()))
 
 
 MEASURES: dict[str, Callable[[pd.DataFrame, BenchmarkSet], MeasureValue]] = {
