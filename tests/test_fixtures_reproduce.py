@@ -39,7 +39,8 @@ RUNS = {
     "scripted_broker_run": [
         "population.size=10", "years=3", "decision.maker=llm",
         f"llm={{backend: scripted, script: {FIXTURES / 'scripted_governance.yaml'}, "
-        "model: governance-paths}", "outputs.plots=false"],
+        "model: governance-paths, cache: {mode: 'off'}}", "outputs.plots=false",
+        "population.generate.zone_shares={high: 0.5, low: 0.5}"],
 }
 
 
