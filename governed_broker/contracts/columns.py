@@ -107,7 +107,8 @@ AGENT_YEARLY: tuple[Column, ...] = (
           nullable=True),
     _text("executed_action", "action id", "what the world executed"),
     _text("status", "-",
-          "`baseline`, `approved`, `retry_approved`, `rejected`, `parse_failed`"),
+          "`baseline`, `approved`, `retry_approved`, `unresolved`, `rejected`, `parse_failed` "
+          "(docs/decisions.md)"),
     _count("retries", "re-asks after the first attempt (0 for the baseline)"),
     _flag("feasible", "False when the world refused the decided action and executed the default"),
     _flag("could_protect", "some protective action was open to the household and affordable "
