@@ -138,7 +138,7 @@ def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
               "failed": sum(t["passed"] is False for t in tests),
               "not_measurable": sum(t["passed"] is None for t in tests)}
     config = experiment.config
-    return {
+    card = {
         "card_format": CARD_FORMAT,
         "key": key,
         "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
@@ -161,5 +161,6 @@ def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
         "timing": facts.get("timing", {}),
         "tests": tests,
     }
+    return json.loads(json.dumps(card))  # exactly what the file will hold (string keys)
 
 

@@ -102,6 +102,10 @@ class Readout:
         return [r for r in self.by_vignette.get(vignette, [])
                 if r.action is not None and (all_replicates or r.replicate < self.k)]
 
+    def shown(self, reply: Reply, measure: str) -> str:
+        """What a reply said about a measure, as written: a label or an action id."""
+        return str(getattr(reply, measure) if measure in ("threat", "coping") else reply.action)
+
     def value(self, reply: Reply, measure: str) -> float | str:
         """A measure of a reply: a label's rank, the action, or 1/0 for ``share:<effect>``."""
         if measure in ("threat", "coping"):
@@ -120,12 +124,13 @@ def monotone(test: MonotoneTest, read: Readout, alpha: float) -> TestResult:
     """Spearman's rho between level and measure, judged as ``test.expect`` says."""
     xs, ys, levels = [], [], []
     for level in read.plan.levels[test.name]:
-        values = [read.value(r, test.measure) for r in read.replies(level.vignette)]
+        replies = read.replies(level.vignette)
+        values = [read.value(r, test.measure) for r in replies]
         xs += [level.x] * len(values)
         ys += values
         levels.append({"label": level.label, "x": level.x, "n": len(values),
                        "mean": sum(values) / len(values) if values else None,
-                       "counts": dict(Counter(values))})
+                       "counts": dict(Counter(read.shown(r, test.measure) for r in replies))})
     increasing = test.expect in ("increase", "not_decrease")
     wrong_way = test.expect.startswith("not_")
     alternative = "less" if increasing == wrong_way else "greater"
