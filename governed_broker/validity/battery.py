@@ -432,3 +432,19 @@ def derive(base: VignetteSpec, changes: Mapping[str, Any], vary: str | None, lev
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, Path(f"{where} (derived vignette)"),
                                                   VignetteSpec)) from exc
+
+
+def coherence_patterns(directory: Path) -> dict[str, list[str]]:
+    """The contradiction patterns (effect -> regular expressions) of the first coherence test
+    of ``<directory>/tests.yaml`` (for measuring a finished run's reasons).
+
+    Raises:
+        ConfigError: the file is missing or invalid, or has no coherence test.
+    """
+    path = Path(directory) / "tests.yaml"
+    tests = validate_model(TestsFile, read_yaml(path, "validity battery file"), path,
+                           quote_values=True)
+    for test in tests.tests:
+        if isinstance(test, CoherenceTest):
+            return test.contradicts
+    raise ConfigError(f"{path}: no test of kind 'coherence'")

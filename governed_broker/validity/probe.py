@@ -163,6 +163,8 @@ class Prober:
         self.backend = TriggerBackend(backend)
         self.broker = build_decision_maker(self.experiment, work_dir, backend=self.backend)
         self.progress = progress
+        #: The model identity and the call and cache statistics, once ``ask`` has run.
+        self.provenance: dict[str, Any] = {}
 
     def situation(self, vignette: Vignette, replicate: int) -> HouseholdSituation:
         """The situation of one replicate of a vignette (its arm's action order)."""
@@ -187,13 +189,10 @@ class Prober:
             replies = {d.agent_id: Reply.from_audit(by_id[d.agent_id][0].key,
                                                     by_id[d.agent_id][1], d.audit)
                        for d in decisions}
+            self.provenance = self.broker.provenance()
             return [replies[v.agent_id(r)] for v, r in asks]
         finally:
             self.broker.close()
-
-    def provenance(self) -> dict[str, Any]:
-        """The model identity and the call and cache statistics of the battery."""
-        return self.broker.provenance()
 
     def _script_triggers(self, batch: list[HouseholdSituation],
                          by_id: Mapping[int, tuple[Vignette, int]]) -> None:

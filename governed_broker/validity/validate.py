@@ -109,7 +109,7 @@ def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, qui
         prober = Prober(experiment, plan, work, backend=backend,
                         progress=ProgressLine() if progress else None)
         replies = prober.ask()
-        provenance = prober.provenance()
+        provenance = prober.provenance
         results = run_tests(plan, replies, experiment.domain)
         timing = {"wall_s": round(time.perf_counter() - wall, 1),
                   "cpu_s": round(time.process_time() - cpu, 1)}

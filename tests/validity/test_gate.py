@@ -129,3 +129,26 @@ def test_unreadable_battery_stops_a_gated_run(scripted_file, tmp_path, gate, cap
     assert _run(scripted_file, tmp_path / "run", f"validity.gate={gate}",
                 f"validity.battery_dir={broken}") == 2
     assert "cannot be looked up" in capsys.readouterr().err
+
+
+def test_a_template_edit_needs_a_new_card(scripted_experiment, tmp_path) -> None:
+    experiment = scripted_experiment()
+    _make_card(experiment, tmp_path)
+    source = experiment.config.resolve_path(experiment.config.governance.context.prompts_dir)
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    text = (source / "household.yaml").read_text()
+    (prompts / "household.yaml").write_text(text.replace("Your savings are now",
+                                                         "Your savings amount to"))
+    edited = scripted_experiment(f"governance.context.prompts_dir={prompts}")
+    assert check_gate(edited).record["status"] == "missing"
+
+
+def test_a_broken_stored_card_is_never_used(scripted_file, scripted_experiment, tmp_path,
+                                            capsys) -> None:
+    card = _make_card(scripted_experiment(), tmp_path)
+    (tmp_path / "cards" / f"{card['key']}.json").write_text("{not json")
+    assert _run(scripted_file, tmp_path / "run", "validity.gate=block") == 2
+    assert "not a readable validity card" in capsys.readouterr().err
+    record = check_gate(scripted_experiment()).record  # gate off: recorded, not fatal
+    assert record["status"] == "unavailable" and "not a readable" in record["note"]
