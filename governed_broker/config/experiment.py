@@ -59,8 +59,7 @@ class ExperimentConfig(StrictModel):
         rag: The knowledge base households may consult (LLM runs).
         outputs: Optional outputs: plots, progress bar, memory Markdown.
         limits: Sizes above which a run must be confirmed; not part of the run hash.
-        validity: The behavioural-validity battery and the gate on runs; not part of the
-            run hash (it changes no output of the run).
+        validity: The behavioural-validity battery and the gate on runs; not in the run hash.
         sweep: The parameter sweep built on this experiment (``governed-broker sweep``).
         calibration: The targets ``governed-broker calibrate`` scores the sweep against.
     """

@@ -65,12 +65,14 @@ def format_card(card: dict[str, Any]) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     s, cfg = card["summary"], card["configuration"]
     model = cfg["model"]
+    name = model.get("model") or model.get("model_path") or "script " + ",".join(
+        sha[:12] for sha in (model.get("script_sha256") or {}).values())
     lines += [
         "",
         f"card {card['key'][:12]}: {'PASSED' if card['passed'] else 'NOT PASSED'} "
         f"({s['passed']} passed, {s['failed']} failed, {s['not_measurable']} not measurable)"
         f"{' [quick: never opens a gate]' if card['quick'] else ''}",
-        f"model {model['backend']}/{model.get('model') or model.get('model_path')}, "
+        f"model {model['backend']}/{name}, "
         f"profile {cfg['profile']}; {card['battery'].get('decisions')} decisions, "
         f"{card['timing'].get('wall_s')} s wall, {card['timing'].get('cpu_s')} s CPU",
     ]
