@@ -35,10 +35,11 @@ def card_of(experiment: ResolvedExperiment) -> dict[str, Any]:
     """
     from governed_broker.validity.card import card_key  # the broker's code: LLM runs only
     from governed_broker.validity.plan import plan_battery
+    from governed_broker.validity.situations import zone_probabilities
 
     config = experiment.config
     battery = load_battery(config.resolve_path(config.validity.battery_dir), experiment.domain)
-    plan = plan_battery(battery, experiment.domain)
+    plan = plan_battery(battery, experiment.domain, zone_probabilities(experiment))
     key = card_key(experiment, plan)
     found = find_card(cards_dir(config), key)
     decisions = sum(1 for _ in plan.asks())

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from governed_broker.config.agent_types import AgentTypesConfig
+from governed_broker.config.base import ConfigError
 from governed_broker.validity.battery import (
     Battery,
     InvarianceTest,
@@ -74,6 +75,7 @@ class BatteryPlan:
 
     Attributes:
         battery: The battery.
+        zones: The experiment's zones and flood probabilities (``flood_zone`` aliases).
         vignettes: By key, in first-use order.
         levels: Per monotone/share test name, its levels.
         arms: Per invariance test name, ``(base key, variant key)``.
@@ -81,6 +83,7 @@ class BatteryPlan:
     """
 
     battery: Battery
+    zones: dict[str, float] = field(default_factory=dict)
     vignettes: dict[str, Vignette] = field(default_factory=dict)
     levels: dict[str, list[Level]] = field(default_factory=dict)
     arms: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -93,12 +96,25 @@ class BatteryPlan:
                 for r in range(v.replicates):
                     yield v, r
 
+    def _resolve_zone(self, spec: VignetteSpec) -> VignetteSpec:
+        if spec.flood_zone not in ZONE_ALIASES:
+            return spec
+        if not self.zones:
+            raise ConfigError(
+                f"{self.battery.directory / 'vignettes.yaml'}: flood_zone {spec.flood_zone!r} "
+                "needs the experiment's zones and their flood probabilities, which its hazard "
+                "mode does not list; name a zone instead")
+        ranked = sorted(self.zones, key=lambda z: (-self.zones[z], z))
+        zone = ranked[0] if spec.flood_zone == "most_exposed" else ranked[-1]
+        return spec.model_copy(update={"flood_zone": zone})
+
     def main_vignettes(self) -> list[Vignette]:
         """The vignettes shown as a run would show them (the retest and coherence tests)."""
         return [v for v in self.vignettes.values() if v.arm == "main"]
 
     def _add(self, spec: VignetteSpec, arm: str, replicates: int, use: str,
              trigger: Trigger | None = None) -> str:
+        spec = self._resolve_zone(spec)
         ident = {"spec": spec.model_dump(mode="json"), "arm": arm,
                  "trigger": trigger.model_dump(mode="json") if trigger else None}
         key = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
@@ -108,9 +124,25 @@ class BatteryPlan:
         return key
 
 
-def plan_battery(battery: Battery, domain: AgentTypesConfig) -> BatteryPlan:
-    """The vignettes of every test of ``battery`` (derived and checked by ``derive``)."""
-    plan = BatteryPlan(battery)
+#: ``flood_zone`` values that name a zone by its exposure in the experiment's hazard.
+ZONE_ALIASES = ("most_exposed", "least_exposed")
+
+
+def plan_battery(battery: Battery, domain: AgentTypesConfig,
+                 zones: Mapping[str, float] | None = None) -> BatteryPlan:
+    """The vignettes of every test of ``battery`` (derived and checked by ``derive``).
+
+    Args:
+        battery: The battery.
+        domain: The experiment's domain.
+        zones: The experiment's zones and their annual flood probabilities, to resolve the
+            ``flood_zone`` aliases ``most_exposed`` and ``least_exposed`` (the zone with the
+            highest / lowest probability; ties go to the first name in sorted order).
+
+    Raises:
+        ConfigError: an alias without ``zones`` to resolve it.
+    """
+    plan = BatteryPlan(battery, zones=dict(zones or {}))
     source = battery.directory / "tests.yaml"
     base = battery.vignettes.base
     k = battery.replicates

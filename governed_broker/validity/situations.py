@@ -20,7 +20,7 @@ import numpy as np
 from governed_broker.config.base import ConfigError
 from governed_broker.config.damage import DamageTable, load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
-from governed_broker.config.loader import fixed_events
+from governed_broker.config.loader import fixed_events, hazard_with_paths
 from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.contracts.decision import HouseholdSituation
 from governed_broker.sim import money
@@ -91,13 +91,12 @@ class SituationBuilder:
     # -- world facts ----------------------------------------------------------------------
     def _zone(self, name: str) -> _Zone:
         if name not in self._zones:
-            hazard = self.config.hazard
             known = _known_zones(self.config)
             if known is not None and name not in known:
                 raise ConfigError(f"validity vignette: flood_zone {name!r} is not a zone of the "
                                   f"experiment's hazard (zones: {', '.join(sorted(known))})")
-            model = make_hazard(hazard, [name], self.config.seed, self.config.years,
-                                fixed_events(self.config))
+            model = make_hazard(hazard_with_paths(self.config), [name], self.config.seed,
+                                self.config.years, fixed_events(self.config))
             self._zones[name] = _Zone(float(model.probability[0]),
                                       float(model.typical_depth_m[0]))
         return self._zones[name]
@@ -178,7 +177,7 @@ class SituationBuilder:
 def _known_zones(config: ExperimentConfig) -> set[str] | None:
     """Zones a vignette may live in (None: a hazard mode whose zones are not listed)."""
     hazard = config.hazard
-    if hazard.mode == "stochastic":
+    if hazard.mode in ("stochastic", "raster"):  # raster: the zones households are told of
         return set(hazard.zones)
     if hazard.mode == "fixed":
         zones = {z for e in fixed_events(config) for z in e.depth_m}
@@ -186,3 +185,13 @@ def _known_zones(config: ExperimentConfig) -> set[str] | None:
             zones |= set(config.population.generate.zone_shares)
         return zones
     return None
+
+
+def zone_probabilities(experiment: ResolvedExperiment) -> dict[str, float]:
+    """The experiment's zones and their annual flood probabilities as households are told
+    them (empty for a hazard mode whose zones are not listed)."""
+    zones = _known_zones(experiment.config)
+    if not zones:
+        return {}
+    builder = SituationBuilder(experiment, experiment.config.seed)
+    return {z: builder._zone(z).probability for z in sorted(zones)}

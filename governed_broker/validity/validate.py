@@ -27,6 +27,7 @@ from governed_broker.validity.card import card_key, make_card
 from governed_broker.validity.measures import TestResult, run_tests
 from governed_broker.validity.plan import BatteryPlan, plan_battery
 from governed_broker.validity.probe import Prober, ProgressLine
+from governed_broker.validity.situations import zone_probabilities
 from governed_broker.validity.store import CARD_FILE, card_text, cards_dir, save_card
 
 VIGNETTES_FILE = "vignettes.jsonl"
@@ -91,7 +92,7 @@ def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, qui
                           "set decision.maker: llm and give an llm: section")
     battery = load_battery(config.resolve_path(config.validity.battery_dir), experiment.domain,
                            quick=quick)
-    plan = plan_battery(battery, experiment.domain)
+    plan = plan_battery(battery, experiment.domain, zone_probabilities(experiment))
     key = card_key(experiment, plan)
     out = check_out_dir(out_dir if out_dir is not None else default_out_dir(experiment, quick))
     with RunLock(out):

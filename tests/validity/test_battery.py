@@ -15,6 +15,7 @@ from governed_broker.validity.plan import plan_battery
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "configs" / "validity"
+ZONES = {"high": 0.2, "low": 0.01}
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def _edit(directory: Path, name: str, change) -> None:
 
 def test_shipped_battery_plans_19_vignettes_and_102_decisions(domain) -> None:
     battery = load_battery(SHIPPED, domain)
-    plan = plan_battery(battery, domain)
+    plan = plan_battery(battery, domain, ZONES)
     assert len(plan.main_vignettes()) == 19
     assert sum(1 for _ in plan.asks()) == 102  # the budget docs/validity.md states
     # every test of the file is planned or computed from the main vignettes
@@ -46,12 +47,12 @@ def test_shipped_battery_plans_19_vignettes_and_102_decisions(domain) -> None:
 
 
 def test_quick_battery_is_smaller(domain) -> None:
-    quick = plan_battery(load_battery(SHIPPED, domain, quick=True), domain)
+    quick = plan_battery(load_battery(SHIPPED, domain, quick=True), domain, ZONES)
     assert sum(1 for _ in quick.asks()) < 60
 
 
 def test_shared_levels_are_one_vignette(domain) -> None:
-    plan = plan_battery(load_battery(SHIPPED, domain), domain)
+    plan = plan_battery(load_battery(SHIPPED, domain), domain, ZONES)
     depth = {lv.label: lv.vignette for lv in plan.levels["threat_rises_with_depth"]}
     premium = {lv.label: lv.vignette for lv in plan.levels["insurance_falls_with_premium"]}
     # the 0.6 m level and the premium at the world's price are both the base vignette
@@ -105,3 +106,12 @@ def test_derive_sets_nested_paths_and_free_price_factors(domain) -> None:
     assert derive(base, {}, "cost_factor.elevate", 1.0, Path("t"), "t") == base
     with pytest.raises(ConfigError, match="no list position"):
         derive(base, {}, "earlier_floods.0.years_ago", 1, Path("t"), "t")
+
+
+def test_zone_aliases_resolve_by_exposure(domain) -> None:
+    battery = load_battery(SHIPPED, domain)
+    assert battery.vignettes.base.flood_zone == "most_exposed"
+    plan = plan_battery(battery, domain, {"sfha": 0.01, "non_sfha": 0.002})
+    assert {v.spec.flood_zone for v in plan.vignettes.values()} == {"sfha"}
+    with pytest.raises(ConfigError, match="name a zone instead"):
+        plan_battery(battery, domain, {})

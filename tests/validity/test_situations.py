@@ -19,7 +19,7 @@ from governed_broker.validity.situations import SituationBuilder
 def _base(experiment):
     config = experiment.config
     battery = load_battery(config.resolve_path(config.validity.battery_dir), experiment.domain)
-    return battery.vignettes.base
+    return battery.vignettes.base.model_copy(update={"flood_zone": "high"})
 
 
 def _prompt(experiment, spec, order=None) -> str:
