@@ -28,6 +28,7 @@ from typing import Any
 from governed_broker.broker.factory import CALL_LOG_FILE, build_decision_maker
 from governed_broker.broker.governed import GovernedBroker
 from governed_broker.cognition.context import ContextBuilder
+from governed_broker.config.base import ConfigError
 from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
 from governed_broker.contracts.decision import Decision, HouseholdSituation
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
@@ -203,8 +204,6 @@ class Prober:
             try:
                 reply = trigger_reply(vignette.trigger, domain, s.allowed_actions)
             except ValueError as exc:
-                from governed_broker.config.base import ConfigError
-
                 raise ConfigError(f"{self.plan.battery.directory / 'tests.yaml'}: trigger "
                                   f"{vignette.uses}: {exc}") from exc
             self.backend.add(child_seed(self.seed, "decision", s.agent_id, s.year, 0), reply)
