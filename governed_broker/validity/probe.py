@@ -34,7 +34,7 @@ from governed_broker.contracts.decision import Decision, HouseholdSituation
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.llm.wrappers import BackendWrapper
 from governed_broker.seeding import child_seed
-from governed_broker.validity.plan import BatteryPlan, Vignette, trigger_reply
+from governed_broker.validity.plan import ARMS, BatteryPlan, Vignette, trigger_reply
 from governed_broker.validity.situations import SituationBuilder
 
 #: Marks a scripted first proposal in the audit (``attempts[0].llm``).
@@ -52,7 +52,6 @@ class Reply:
         blocked: Whether an ERROR rule fired on that proposal.
         status: The broker's status. final_action: The last readable proposal.
         final_threat / final_coping: Its labels.
-        written_by_model: Whether the first proposal is the model's (not a trigger's).
     """
 
     vignette: str
@@ -67,7 +66,6 @@ class Reply:
     final_action: str | None
     final_threat: str | None
     final_coping: str | None
-    written_by_model: bool
 
     @classmethod
     def from_audit(cls, vignette: str, replicate: int, audit: Mapping[str, Any]) -> Reply:
@@ -84,7 +82,6 @@ class Reply:
                                         for r in first["rules"]),
             status=str(audit["status"]), final_action=audit["final_proposal"],
             final_threat=audit["threat_label"], final_coping=audit["coping_label"],
-            written_by_model=not (first and first["llm"].get(TRIGGER_MARK)),
         )
 
 
@@ -180,7 +177,7 @@ class Prober:
             by_id = {v.agent_id(r): (v, r) for v, r in asks}
             synonyms = synonym_context(self.broker.context, self.plan.battery.vignettes.synonyms)
             decisions: list[Decision] = []
-            for arm in ("main", "trigger", "reversed_order", "synonyms"):
+            for arm in ARMS:
                 batch = [self.situation(v, r) for v, r in asks if v.arm == arm]
                 if arm == "trigger":
                     self._script_triggers(batch, by_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ from governed_broker.config import load_experiment
 from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # households.py: the scripted households
 
 #: A scripted model for runs and the CLI: medium appraisals, always do nothing.
 CONSTANT_SCRIPT = [{"pattern": ".", "reply": {

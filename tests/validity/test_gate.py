@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-import households as hh
 import pytest
+import validity_households as hh
 import yaml
 
 from governed_broker.cli import main
@@ -152,3 +152,20 @@ def test_a_broken_stored_card_is_never_used(scripted_file, scripted_experiment, 
     assert "not a readable validity card" in capsys.readouterr().err
     record = check_gate(scripted_experiment()).record  # gate off: recorded, not fatal
     assert record["status"] == "unavailable" and "not a readable" in record["note"]
+
+
+def test_with_the_gate_off_a_failing_lookup_never_stops_a_run(scripted_experiment, tmp_path,
+                                                              monkeypatch) -> None:
+    from governed_broker.validity import gate
+
+    _make_card(scripted_experiment(), tmp_path)  # a stored card: the key is computed
+
+    def broken(experiment):
+        raise RuntimeError("lookup broke")
+
+    monkeypatch.setattr(gate, "card_of", broken)
+    record = check_gate(scripted_experiment()).record
+    assert record == {"gate": "off", "status": "unavailable",
+                      "note": "RuntimeError: lookup broke"}
+    with pytest.raises(RuntimeError):
+        check_gate(scripted_experiment("validity.gate=warn"))

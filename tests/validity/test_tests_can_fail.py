@@ -1,12 +1,12 @@
 """Each test of the battery can pass and can fail: scripted households with one known flaw
-each (households.py) run through the real context builder, broker, rules and audit."""
+each (validity_households.py) run through the real context builder, broker, rules and audit."""
 
 from __future__ import annotations
 
 import json
 
-import households as hh
 import pytest
+import validity_households as hh
 
 from governed_broker.validity.validate import validate
 
