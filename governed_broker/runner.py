@@ -145,7 +145,10 @@ def run_experiment(
 
 def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, overwrite: bool,
                 decision_maker: DecisionMaker | None) -> RunResult:
+    from governed_broker.validity.gate import check_gate
+
     config, chash = experiment.config, experiment.config_hash
+    gate = check_gate(experiment)  # before anything is written: a blocked run leaves no trace
     work = partial_dir(out_dir)
     finished = _finished_manifest(work, chash, overwrite)
     if finished is not None:  # killed after finishing, before the rename: only publish
@@ -175,6 +178,9 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
     manifest = _manifest(config, chash, maker, started, seconds, model, rows)
     manifest["resumed_from_year"] = None if ckpt is None else ckpt.year
     manifest["llm"] = llm
+    manifest["validity"] = gate.record
+    if gate.card_text is not None:
+        write_atomic(work / gate.CARD_FILE, gate.card_text)
     _finalise(config, work, manifest)
     _publish(work, out_dir)
     return RunResult(out_dir, config.years, model.n, rows, seconds, maker.name,

@@ -38,6 +38,23 @@ def governance_rules(experiment: ResolvedExperiment) -> tuple[SkillRegistry, Gov
     return registry, rules
 
 
+def build_context(experiment: ResolvedExperiment,
+                  knowledge: KnowledgeProvider | None = None) -> ContextBuilder:
+    """The context builder of an experiment: its prompt templates, its actions' descriptions,
+    its appraisal scale and the prompt limits of ``governance.context`` (no LLM needed)."""
+    config, ctx = experiment.config, experiment.config.governance.context
+    registry = SkillRegistry.from_actions(experiment.domain.actions)
+    return ContextBuilder.from_dir(
+        config.resolve_path(ctx.prompts_dir),
+        registry.descriptions(),
+        experiment.domain.pmt_labels,
+        token_budget=ctx.token_budget,
+        max_memories=ctx.max_memories,
+        max_reason_chars=ctx.max_reason_chars,
+        knowledge=knowledge,
+    )
+
+
 def _knowledge(config: ExperimentConfig, backend: LLMBackend) -> Any:
     if not config.rag.enabled:
         return None
@@ -85,17 +102,8 @@ def build_decision_maker(
         )
     if knowledge is None:
         knowledge = _knowledge(config, backend)
-    ctx = config.governance.context
-    prompts_dir = config.resolve_path(ctx.prompts_dir)
-    context = ContextBuilder.from_dir(
-        prompts_dir,
-        registry.descriptions(),
-        scale,
-        token_budget=ctx.token_budget,
-        max_memories=ctx.max_memories,
-        max_reason_chars=ctx.max_reason_chars,
-        knowledge=knowledge,
-    )
+    context = build_context(experiment, knowledge)
+    prompts_dir = config.resolve_path(config.governance.context.prompts_dir)
     run_id = experiment.run_id
     reflection = None
     if config.reflection.enabled:

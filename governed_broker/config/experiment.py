@@ -18,6 +18,7 @@ from governed_broker.config.limits import RunLimits
 from governed_broker.config.llm import LLMConfig
 from governed_broker.config.memory import MemoryConfig
 from governed_broker.config.sweep import SweepConfig
+from governed_broker.config.validity import ValidityConfig
 from governed_broker.config.world import (
     DamageConfig,
     DecisionConfig,
@@ -58,6 +59,7 @@ class ExperimentConfig(StrictModel):
         rag: The knowledge base households may consult (LLM runs).
         outputs: Optional outputs: plots, progress bar, memory Markdown.
         limits: Sizes above which a run must be confirmed; not part of the run hash.
+        validity: The behavioural-validity battery and the gate on runs; not in the run hash.
         sweep: The parameter sweep built on this experiment (``governed-broker sweep``).
         calibration: The targets ``governed-broker calibrate`` scores the sweep against.
     """
@@ -87,6 +89,7 @@ class ExperimentConfig(StrictModel):
     rag: RAGConfig = RAGConfig()
     outputs: OutputConfig = OutputConfig()
     limits: RunLimits = RunLimits()
+    validity: ValidityConfig = ValidityConfig()
     sweep: SweepConfig | None = None
     calibration: CalibrationConfig | None = None
 

@@ -6,8 +6,8 @@ setting, and the *contents* of every input file (agent types, damage table, popu
 hazard schedule, prompt templates, knowledge documents, concepts graph, scripted replies).
 Settings that cannot change the outputs are left out: the ``sweep`` block (it describes the
 ensemble, not the run), ``calibration`` (the targets runs are scored against), ``limits``
-(confirmation thresholds) and ``llm.hosts`` (which server
-answers, given the same model).
+(confirmation thresholds), ``validity`` (whether a run may start, not what it writes) and
+``llm.hosts`` (which server answers, given the same model).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def config_hash(config: ExperimentConfig) -> str:
     settings.pop("sweep", None)
     settings.pop("calibration", None)  # what runs are scored against, not how they run
     settings.pop("limits", None)  # confirmation thresholds: they never change an output
+    settings.pop("validity", None)  # the gate decides whether a run starts, not what it writes
     if settings.get("llm"):
         settings["llm"].pop("hosts", None)
     inputs: dict[str, str] = {}

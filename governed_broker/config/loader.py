@@ -25,6 +25,7 @@ from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.memory import MEMORY_TEXTS
 from governed_broker.config.templates import load_templates
 from governed_broker.config.validation import allowed_keys, child_annotation, validate_model
+from governed_broker.config.validity import BATTERY_FILES
 from governed_broker.config.world import MAX_USD
 from governed_broker.config.yamlsafe import load_yaml_text, read_text_file, read_yaml
 
@@ -261,6 +262,11 @@ def check_input_files(config: ExperimentConfig, source: Path) -> None:
                       "prompt template file", dict)
     if llm and config.llm is not None:
         check_llm_files(config, source)
+    if llm and config.validity.gate != "off":
+        battery = config.resolve_path(config.validity.battery_dir)
+        for name in BATTERY_FILES:
+            _readable(source, "validity.battery_dir", battery / name, "validity battery file",
+                      dict)
     if llm and config.rag.enabled:
         docs = config.resolve_path(config.rag.knowledge_dir)
         if not docs.is_dir():
