@@ -1,0 +1,274 @@
+"""Scale benchmarks (issue 15): framework cost per household-year, checkpoints, saturation.
+
+Usage: python benchmarks/bench_scale.py [--sections cost years checkpoint saturation]
+       [--json PATH]
+
+Every run is a complete ``run_experiment`` of ``experiments/baseline.yaml`` with the governed
+LLM broker (strict governance), human-centric memory and reflection every year. The "LLM" is
+instant (``benchmarks/instant_llm.yaml``, the scripted backend), so the time measured is the
+framework's own; the response cache and the call log are on (in a temporary directory).
+
+Sections:
+
+* ``cost``: CPU milliseconds per household-year of whole runs at 100, 1,000 and 10,000
+  households (``--cost-years``, default 5) and of the 1,000 x 20 run of the issue's target.
+* ``years``: the same at 100 households and 5, 20 and 40 years, and the marginal CPU of one
+  household-year in years 6-10 and 36-40 (from the 40-year run; each year's CPU is measured
+  from the end of one checkpoint to the end of the next, so it includes the checkpoint).
+* ``checkpoint``: bytes written to ``checkpoints/`` and seconds of the checkpoint per year
+  (1,000 households x 30 years).
+* ``saturation``: one year of 1,000 households against a simulated server with N slots and a
+  fixed latency (an ``LLMBackend`` whose requests queue for a slot and take the latency),
+  behind the response cache and the call log; achieved / ideal throughput for N = 1, 8, 64.
+  The latency is N / ``--server-rate`` seconds, so the server answers ``--server-rate``
+  requests per second at every N; ideal = calls / rate.
+
+CPU time is ``time.process_time`` of this process (all threads); on a shared machine read
+ratios and CPU times, not wall times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENT = ROOT / "experiments" / "baseline.yaml"
+SCRIPT = Path(__file__).resolve().parent / "instant_llm.yaml"
+
+from governed_broker import checkpoint as ckpt  # noqa: E402
+from governed_broker.config import load_experiment  # noqa: E402
+from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse  # noqa: E402
+from governed_broker.runner import run_experiment  # noqa: E402
+
+
+def settings(households: int, years: int, cache: Path, extra: list[str] = ()) -> list[str]:
+    """``--set`` overrides of the benchmark's governed LLM run."""
+    configs = ROOT / "configs"
+    llm = {"backend": "scripted", "model": "instant", "script": str(SCRIPT),
+           "cache": {"mode": "readwrite", "path": str(cache)}}
+    return [f"population.size={households}", f"years={years}", "outputs.plots=false",
+            "outputs.progress=false", "memory.engine=humancentric",
+            f"memory.concepts_file={configs / 'knowledge' / 'flood_concepts.yaml'}",
+            f"memory.texts_file={configs / 'prompts' / 'memory.yaml'}",
+            f"governance.context.prompts_dir={configs / 'prompts'}",
+            "decision.maker=llm", f"llm={json.dumps(llm)}", "governance.profile=strict",
+            "reflection.enabled=true", "reflection.interval_years=1",
+            "limits.max_llm_calls=100000000", *extra]
+
+
+class YearClock:
+    """Records CPU time, wall time and checkpoint bytes at the end of every checkpoint."""
+
+    def __init__(self) -> None:
+        self.ends: list[tuple[float, float]] = []
+        self.write_s: list[float] = []
+        self.bytes: list[int] = []
+        self._files: dict[str, tuple[int, int]] = {}
+        self._original = ckpt.CheckpointWriter.write
+
+    def __enter__(self) -> YearClock:
+        clock, original = self, self._original
+
+        def write(writer, model, rows):
+            t0 = time.perf_counter()
+            out = original(writer, model, rows)
+            clock.write_s.append(time.perf_counter() - t0)
+            clock.ends.append((time.process_time(), time.perf_counter()))
+            clock.bytes.append(clock._written(writer.work / ckpt.CHECKPOINT_DIR))
+            return out
+
+        ckpt.CheckpointWriter.write = write
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        ckpt.CheckpointWriter.write = self._original
+
+    def _written(self, root: Path) -> int:
+        """Bytes written under ``root`` since the last call: new or replaced files whole,
+        files appended to by their growth."""
+        now = {str(p): (p.stat().st_ino, p.stat().st_size) for p in root.rglob("*")
+               if p.is_file()}
+        total = 0
+        for path, (ino, size) in now.items():
+            old = self._files.get(path)
+            total += size if old is None or old[0] != ino else max(0, size - old[1])
+        self._files = now
+        return total
+
+
+def timed_run(households: int, years: int, extra: list[str] = ()) -> dict[str, Any]:
+    """One run; CPU and wall seconds in all and per year."""
+    with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
+        config = load_experiment(EXPERIMENT, settings(households, years,
+                                                      Path(tmp) / "cache.sqlite", extra))
+        with YearClock() as clock:
+            c0, t0 = time.process_time(), time.perf_counter()
+            run_experiment(config, Path(tmp) / "run", progress=False)
+            cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    cpu_ends = [c0] + [c for c, _ in clock.ends]
+    per_year = [b - a for a, b in zip(cpu_ends, cpu_ends[1:], strict=False)]
+    return {"households": households, "years": years, "cpu_s": cpu, "wall_s": wall,
+            "ms_per_household_year": 1000 * cpu / (households * years),
+            "year_cpu_s": per_year, "checkpoint_s": clock.write_s,
+            "checkpoint_bytes": clock.bytes}
+
+
+def section_cost(args) -> dict[str, Any]:
+    out = {}
+    for n in args.cost_sizes:
+        r = timed_run(n, args.cost_years)
+        out[f"{n}x{args.cost_years}"] = r
+        print(f"cost {n:>6} households x {args.cost_years:>2} years: "
+              f"{r['ms_per_household_year']:.2f} ms CPU per household-year "
+              f"({r['cpu_s']:.1f} s CPU, {r['wall_s']:.1f} s wall)", flush=True)
+    r = timed_run(1000, 20)
+    out["1000x20"] = r
+    print(f"cost   1000 households x 20 years: {r['ms_per_household_year']:.2f} ms CPU per "
+          f"household-year ({r['cpu_s']:.1f} s CPU, {r['wall_s']:.1f} s wall)", flush=True)
+    return out
+
+
+def _marginal(r: dict[str, Any], first: int, last: int) -> float:
+    years = r["year_cpu_s"][first - 1:last]
+    return 1000 * sum(years) / (len(years) * r["households"])
+
+
+def section_years(args) -> dict[str, Any]:
+    out = {}
+    for years in (5, 20, 40):
+        r = timed_run(args.years_households, years)
+        out[str(years)] = r
+        print(f"years {args.years_households} households x {years:>2} years: "
+              f"{r['ms_per_household_year']:.2f} ms CPU per household-year", flush=True)
+    r = out["40"]
+    early, late = _marginal(r, 6, 10), _marginal(r, 36, 40)
+    out["marginal_ms"] = {"6-10": early, "36-40": late, "ratio": late / early}
+    print(f"years marginal ms CPU per household-year: years 6-10 {early:.2f}, years 36-40 "
+          f"{late:.2f} (ratio {late / early:.2f})", flush=True)
+    return out
+
+
+def section_checkpoint(args) -> dict[str, Any]:
+    r = timed_run(args.checkpoint_households, args.checkpoint_years)
+    block = max(1, args.checkpoint_years // 6)
+    print(f"checkpoint {args.checkpoint_households} households x {args.checkpoint_years} "
+          "years\n  years     KB written per year   ms per checkpoint", flush=True)
+    rows = []
+    for start in range(0, args.checkpoint_years, block):
+        b = r["checkpoint_bytes"][start:start + block]
+        s = r["checkpoint_s"][start:start + block]
+        rows.append({"years": [start + 1, start + len(b)], "kb": sum(b) / len(b) / 1024,
+                     "ms": 1000 * sum(s) / len(s)})
+        print(f"  {start + 1:>3}-{start + len(b):<3}   {rows[-1]['kb']:>14.1f}   "
+              f"{rows[-1]['ms']:>14.1f}", flush=True)
+    return {"rows": rows, "run": r}
+
+
+class SimulatedServer(LLMBackend):
+    """A server with ``slots`` parallel slots and a fixed ``latency_s`` per request.
+
+    Requests beyond the free slots queue, as on a real server; replies come from the instant
+    script (``inner``), so the run behaves as the cost runs do. Records the seconds during
+    which each number of slots was busy, for the achieved utilisation.
+    """
+
+    kind = "simulated"
+    supports_schema = True
+
+    def __init__(self, inner: LLMBackend, slots: int, latency_s: float) -> None:
+        self.inner = inner
+        self.max_concurrency = slots
+        self.latency_s = latency_s
+        self.model_id = f"simulated:{slots}x{latency_s:g}s/{inner.model_id}"
+        self.calls = 0
+        self._slots: asyncio.Semaphore | None = None
+
+    async def achat(self, request: LLMRequest) -> LLMResponse:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.max_concurrency)
+        async with self._slots:
+            await asyncio.sleep(self.latency_s)
+        self.calls += 1
+        return await self.inner.achat(request)
+
+
+def section_saturation(args) -> dict[str, Any]:
+    from governed_broker.broker.factory import CALL_LOG_FILE, build_decision_maker
+    from governed_broker.config.resolved import resolve_experiment
+    from governed_broker.llm.cache import ResponseCache
+    from governed_broker.llm.call_log import CallLog
+    from governed_broker.llm.factory import build_scripted
+    from governed_broker.llm.wrappers import CachedBackend, LoggedBackend
+
+    out = {}
+    print(f"saturation: 1 year of {args.saturation_households} households, server answering "
+          f"{args.server_rate:g} requests/s", flush=True)
+    for slots in args.slots:
+        latency = slots / args.server_rate
+        with tempfile.TemporaryDirectory(prefix="bench_sat_") as tmp:
+            work = Path(tmp)
+            config = load_experiment(EXPERIMENT, settings(
+                args.saturation_households, 1, work / "cache.sqlite"))
+            experiment = resolve_experiment(config)
+            server = SimulatedServer(build_scripted(config.llm, config.base_dir), slots, latency)
+            run_dir = work / "audit"  # the broker's files: outside the run (the maker is ours)
+            run_dir.mkdir()
+            backend = LoggedBackend(
+                CachedBackend(server, ResponseCache(work / "cache.sqlite")),
+                CallLog(run_dir / CALL_LOG_FILE))
+            maker = build_decision_maker(experiment, run_dir, backend=backend)
+            with YearClock() as clock:
+                t0 = time.perf_counter()
+                run_experiment(config, work / "run", progress=False, decision_maker=maker)
+            year_s = clock.ends[-1][1] - t0 if clock.ends else time.perf_counter() - t0
+        ideal_s = server.calls * latency / slots
+        ratio = ideal_s / year_s
+        out[str(slots)] = {"slots": slots, "latency_s": latency, "calls": server.calls,
+                           "year_wall_s": year_s, "ideal_s": ideal_s, "ratio": ratio}
+        print(f"  N = {slots:>3} slots, latency {latency:.3f} s: {server.calls} calls in "
+              f"{year_s:.1f} s (ideal {ideal_s:.1f} s): achieved/ideal {ratio:.3f}", flush=True)
+    return out
+
+
+SECTIONS = {"cost": section_cost, "years": section_years, "checkpoint": section_checkpoint,
+            "saturation": section_saturation}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", nargs="+", choices=list(SECTIONS),
+                        default=list(SECTIONS))
+    parser.add_argument("--cost-sizes", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--cost-years", type=int, default=5)
+    parser.add_argument("--years-households", type=int, default=100)
+    parser.add_argument("--checkpoint-households", type=int, default=1000)
+    parser.add_argument("--checkpoint-years", type=int, default=30)
+    parser.add_argument("--saturation-households", type=int, default=1000)
+    parser.add_argument("--slots", type=int, nargs="+", default=[1, 8, 64])
+    parser.add_argument("--server-rate", type=float, default=100.0,
+                        help="requests per second the simulated server answers")
+    parser.add_argument("--json", type=Path, help="write every figure to this file")
+    args = parser.parse_args(argv)
+    import governed_broker
+
+    results: dict[str, Any] = {"package": governed_broker.__file__,
+                               "load_average": os.getloadavg()}
+    print(f"package {governed_broker.__file__}, load average {os.getloadavg()}", flush=True)
+    for name in args.sections:
+        results[name] = SECTIONS[name](args)
+    results["load_average_end"] = os.getloadavg()
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
