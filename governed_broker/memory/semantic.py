@@ -35,6 +35,7 @@ class SemanticMemory:
 
     def __init__(self) -> None:
         self.graph: nx.MultiDiGraph = nx.MultiDiGraph()
+        self._learned_since: list[list[Any]] = []  # facts learned since ``changes()``
 
     # ----------------------------------------------------------------------------- loading
     @classmethod
@@ -81,8 +82,8 @@ class SemanticMemory:
                             properties=dict(properties or {}))
         return key
 
-    def add_relation(self, source: str, relation: str, target: str, **attrs: Any) -> None:
-        """Add a typed edge (both concepts must exist)."""
+    def add_relation(self, source: str, relation: str, target: str, **attrs: Any) -> bool:
+        """Add a typed edge (both concepts must exist); True when the graph changed."""
         if relation not in RELATIONS:
             raise ValueError(f"unknown relation {relation!r}; allowed: {RELATIONS}")
         s, t = _key(source), _key(target)
@@ -94,6 +95,9 @@ class SemanticMemory:
             self.graph.add_edge(s, t, key=relation, relation=relation, **attrs)
         elif "learned_year" in attrs and "learned_year" not in existing:
             existing.update(attrs)  # a known relation confirmed by experience
+        else:
+            return False
+        return True
 
     def add_fact(self, source: str, relation: str, target: str, *, year: float | None = None,
                  evidence: str = "") -> None:
@@ -101,7 +105,8 @@ class SemanticMemory:
         for end in (source, target):
             if _key(end) not in self.graph:
                 self.add_concept(end, "learned")
-        self.add_relation(source, relation, target, learned_year=year, evidence=evidence)
+        if self.add_relation(source, relation, target, learned_year=year, evidence=evidence):
+            self._learned_since.append([source, relation, target, year, evidence])
 
     # ----------------------------------------------------------------------------- queries
     def concept(self, name: str) -> dict[str, Any] | None:
@@ -186,3 +191,19 @@ class SemanticMemory:
         for f in facts:
             self.add_fact(f["source"], f["relation"], f["target"], year=f.get("year"),
                           evidence=f.get("evidence", ""))
+        self._learned_since = []
+
+    def changes(self) -> list[list[Any]] | None:
+        """Facts learned since the last call, in the order learned, as
+        ``[source, relation, target, year, evidence]`` (None: none); for checkpoint logs,
+        replayed by ``apply_changes``."""
+        if not self._learned_since:
+            return None
+        out, self._learned_since = self._learned_since, []
+        return out
+
+    def apply_changes(self, changes: list[list[Any]]) -> None:
+        """Replay one ``changes()`` (the facts are learned again, in the same order)."""
+        for source, relation, target, year, evidence in changes:
+            self.add_fact(source, relation, target, year=year, evidence=evidence)
+        self._learned_since = []

@@ -154,12 +154,30 @@ class WorldMemory:
 
     # ------------------------------------------------------------------------------ state
     def state(self) -> dict[str, Any]:
-        """JSON-serialisable state of every household's memory (checkpoints)."""
+        """JSON-serialisable state of every household's memory (whole; its size grows with
+        the run: checkpoints use ``changes``)."""
         return {str(k): hm.state() for k, hm in self.households.items()}
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Replace every household's memory with a checkpointed one."""
+        """Replace every household's memory with one from ``state()``."""
         for key, hm_state in state.items():
             hm = HouseholdMemory.from_state(hm_state, semantic=self.semantic, texts=self.texts)
             self._attach(hm)
             self.households[int(key)] = hm
+
+    def changes(self) -> list[list[Any]]:
+        """``[agent_id, changes]`` of every household whose memory changed since the last call
+        (``HouseholdMemory.changes``), in agent-id order: what a checkpoint appends to its
+        memory log. Its size follows the year's events, not the length of the run."""
+        out = []
+        for agent_id, hm in self.households.items():
+            found = hm.changes()
+            if found is not None:
+                out.append([agent_id, found])
+        return out
+
+    def apply_changes(self, changes: list[list[Any]]) -> None:
+        """Replay one ``changes()`` on memories in the state they had when it was taken (a
+        freshly built ``WorldMemory`` for the first)."""
+        for agent_id, found in changes:
+            self.households[int(agent_id)].apply_changes(found)
