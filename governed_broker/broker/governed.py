@@ -128,6 +128,7 @@ class GovernedBroker:
     def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         """Decide for every household of one year (concurrently); results in input order."""
         decisions = self._loop.run(self.adecide(situations))
+        self.backend.flush()
         if self._audit is not None:
             self._audit.write_many(d.audit for d in decisions)
         return decisions
@@ -136,6 +137,7 @@ class GovernedBroker:
         """Run the reflection engine (when configured) over the households."""
         if self.reflection is not None:
             self._loop.run(self.reflection.areflect_due(households, year))
+            self.backend.flush()
 
     def provenance(self) -> dict[str, Any]:
         """The model's identity and this process's call and cache statistics (and the

@@ -2,8 +2,11 @@
 
 Concepts and typed relations come from ``configs/knowledge/flood_concepts.yaml``; each
 household gets its own copy, to which consolidation adds facts learned from experience (e.g.
-``home experienced river_flood`` in year 3). Queries: related concepts by relation and depth,
-shortest connecting path, and property inheritance along ``is_a`` edges.
+``home experienced river_flood`` in year 3). A copy shares the graph it was made from until it
+first changes (copy on write): most households learn little, and a private graph per household
+costs tens of kilobytes. ``version`` counts changes, so readers can cache what they derive.
+Queries: related concepts by relation and depth, shortest connecting path, and property
+inheritance along ``is_a`` edges.
 """
 
 from __future__ import annotations
@@ -35,7 +38,15 @@ class SemanticMemory:
 
     def __init__(self) -> None:
         self.graph: nx.MultiDiGraph = nx.MultiDiGraph()
+        self._shared = False  # the graph is another memory's too: copy before changing it
+        self.version = 0  # changes made to the graph (with its identity, a cache key)
         self._learned_since: list[list[Any]] = []  # facts learned since ``changes()``
+
+    def _writable(self) -> nx.MultiDiGraph:
+        if self._shared:
+            self.graph, self._shared = self.graph.copy(), False
+        self.version += 1
+        return self.graph
 
     # ----------------------------------------------------------------------------- loading
     @classmethod
@@ -70,7 +81,8 @@ class SemanticMemory:
     def copy(self) -> SemanticMemory:
         """An independent copy (one per household)."""
         other = SemanticMemory()
-        other.graph = self.graph.copy()
+        other.graph, other.version = self.graph, self.version
+        other._shared = self._shared = True
         return other
 
     # ----------------------------------------------------------------------------- writing
@@ -78,8 +90,8 @@ class SemanticMemory:
                     properties: Mapping[str, Any] | None = None) -> str:
         """Add or update a concept; returns its key (lower case, underscores)."""
         key = _key(name)
-        self.graph.add_node(key, type=str(type_), description=str(description),
-                            properties=dict(properties or {}))
+        self._writable().add_node(key, type=str(type_), description=str(description),
+                                  properties=dict(properties or {}))
         return key
 
     def add_relation(self, source: str, relation: str, target: str, **attrs: Any) -> bool:
@@ -92,9 +104,10 @@ class SemanticMemory:
                 raise KeyError(f"unknown concept {end!r}")
         existing = self.graph.get_edge_data(s, t, key=relation)
         if existing is None:
-            self.graph.add_edge(s, t, key=relation, relation=relation, **attrs)
+            self._writable().add_edge(s, t, key=relation, relation=relation, **attrs)
         elif "learned_year" in attrs and "learned_year" not in existing:
-            existing.update(attrs)  # a known relation confirmed by experience
+            # a known relation confirmed by experience (in this memory's own graph)
+            self._writable().get_edge_data(s, t, key=relation).update(attrs)
         else:
             return False
         return True
