@@ -46,6 +46,7 @@ SCRIPT = Path(__file__).resolve().parent / "instant_llm.yaml"
 from governed_broker import checkpoint as ckpt  # noqa: E402
 from governed_broker.config import load_experiment  # noqa: E402
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse  # noqa: E402
+from governed_broker.llm.scripted import ScriptedBackend  # noqa: E402
 from governed_broker.runner import run_experiment  # noqa: E402
 
 
@@ -104,21 +105,56 @@ class YearClock:
         return total
 
 
+class LLMClock:
+    """CPU seconds spent inside the scripted backend's ``achat`` (the instant "LLM" itself:
+    matching the prompt, encoding and parsing its reply), to tell it from the framework's."""
+
+    def __init__(self) -> None:
+        self.cpu_s = 0.0
+        self._original = ScriptedBackend.achat
+
+    def __enter__(self) -> LLMClock:
+        clock, original = self, self._original
+
+        async def achat(backend, request):
+            t0 = time.thread_time()
+            try:
+                return await original(backend, request)  # never suspends: one thread's time
+            finally:
+                clock.cpu_s += time.thread_time() - t0
+
+        ScriptedBackend.achat = achat
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        ScriptedBackend.achat = self._original
+
+
 def timed_run(households: int, years: int, extra: list[str] = ()) -> dict[str, Any]:
     """One run; CPU and wall seconds in all and per year."""
     with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
         config = load_experiment(EXPERIMENT, settings(households, years,
                                                       Path(tmp) / "cache.sqlite", extra))
-        with YearClock() as clock:
+        with YearClock() as clock, LLMClock() as llm:
             c0, t0 = time.process_time(), time.perf_counter()
             run_experiment(config, Path(tmp) / "run", progress=False)
             cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     cpu_ends = [c0] + [c for c, _ in clock.ends]
     per_year = [b - a for a, b in zip(cpu_ends, cpu_ends[1:], strict=False)]
+    household_years = households * years
     return {"households": households, "years": years, "cpu_s": cpu, "wall_s": wall,
-            "ms_per_household_year": 1000 * cpu / (households * years),
+            "ms_per_household_year": 1000 * cpu / household_years,
+            "llm_cpu_s": llm.cpu_s,
+            "framework_ms_per_household_year": 1000 * (cpu - llm.cpu_s) / household_years,
             "year_cpu_s": per_year, "checkpoint_s": clock.write_s,
             "checkpoint_bytes": clock.bytes}
+
+
+def _cost_line(r: dict[str, Any]) -> str:
+    return (f"{r['ms_per_household_year']:.2f} ms CPU per household-year, of which the "
+            f"instant LLM {1000 * r['llm_cpu_s'] / (r['households'] * r['years']):.2f} "
+            f"(framework {r['framework_ms_per_household_year']:.2f}); {r['cpu_s']:.1f} s CPU, "
+            f"{r['wall_s']:.1f} s wall")
 
 
 def section_cost(args) -> dict[str, Any]:
@@ -126,13 +162,11 @@ def section_cost(args) -> dict[str, Any]:
     for n in args.cost_sizes:
         r = timed_run(n, args.cost_years)
         out[f"{n}x{args.cost_years}"] = r
-        print(f"cost {n:>6} households x {args.cost_years:>2} years: "
-              f"{r['ms_per_household_year']:.2f} ms CPU per household-year "
-              f"({r['cpu_s']:.1f} s CPU, {r['wall_s']:.1f} s wall)", flush=True)
+        print(f"cost {n:>6} households x {args.cost_years:>2} years: {_cost_line(r)}",
+              flush=True)
     r = timed_run(1000, 20)
     out["1000x20"] = r
-    print(f"cost   1000 households x 20 years: {r['ms_per_household_year']:.2f} ms CPU per "
-          f"household-year ({r['cpu_s']:.1f} s CPU, {r['wall_s']:.1f} s wall)", flush=True)
+    print(f"cost   1000 households x 20 years: {_cost_line(r)}", flush=True)
     return out
 
 
@@ -147,7 +181,7 @@ def section_years(args) -> dict[str, Any]:
         r = timed_run(args.years_households, years)
         out[str(years)] = r
         print(f"years {args.years_households} households x {years:>2} years: "
-              f"{r['ms_per_household_year']:.2f} ms CPU per household-year", flush=True)
+              f"{_cost_line(r)}", flush=True)
     r = out["40"]
     early, late = _marginal(r, 6, 10), _marginal(r, 36, 40)
     out["marginal_ms"] = {"6-10": early, "36-40": late, "ratio": late / early}

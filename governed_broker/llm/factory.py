@@ -73,7 +73,7 @@ def build_scripted(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
                 f"times; got {excerpt(rule)}"
             )
         rules.append(ScriptRule(str(rule["pattern"]), rule["reply"], rule.get("times")))
-    backend = ScriptedBackend(rules, name=cfg.model or path.stem)
+    backend = ScriptedBackend(rules, name=cfg.model or path.stem, keep_calls=False)
     # the script's content is its model identity: two scripts never share cached replies
     backend.model_id += "@sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     return backend

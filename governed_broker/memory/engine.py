@@ -212,9 +212,8 @@ class HumanCentricMemoryEngine:
             raise ValueError(f"unknown memory kind {kind!r}; allowed: {MEMORY_KINDS}")
         if kind == "insight":
             return self.add_insight(content, year, importance=importance, metadata=metadata)
-        emo_guess, src_guess = self.classify(content)
-        emotion = emotion or emo_guess
-        source = source or src_guess
+        emotion = emotion or self._emotion.classify(content)
+        source = source or self._source.classify(content)
         w_e, w_s = self._emotion.weight(emotion), self._source.weight(source)
         imp = w_e * w_s if importance is None else float(importance)
         if not (math.isfinite(imp) and imp >= 0):
@@ -234,7 +233,7 @@ class HumanCentricMemoryEngine:
         """Store a reflection insight directly in long-term memory (importance 10 by default,
         decaying with ``W_emotion = importance_boost``); it never takes a working slot."""
         imp = self.insight_importance if importance is None else float(importance)
-        _, source = self.classify(content)
+        source = self._source.classify(content)
         item = self._make(content, year, "insight", "insight", source, imp,
                           self.importance_boost, metadata)
         self._append_long([item])
@@ -531,7 +530,7 @@ class WindowMemoryEngine(HumanCentricMemoryEngine):
     def add_insight(self, content, year, *, importance=None, metadata=None) -> MemoryItem:
         """Insights take a working slot and are forgotten at year end."""
         imp = self.insight_importance if importance is None else float(importance)
-        _, source = self.classify(content)
+        source = self._source.classify(content)
         item = self._make(content, year, "insight", "insight", source, imp,
                           self.importance_boost, metadata)
         self._working.add(item)

@@ -103,9 +103,12 @@ class SearchHit:
     method: str  # "vector" or "keyword"
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, allow_nan=False)
+
+
 def _json(value: Any, what: str) -> str:
     try:
-        return json.dumps(value, sort_keys=True, allow_nan=False)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"episode {what} must be JSON-serialisable: {exc}") from exc
 

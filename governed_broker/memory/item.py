@@ -12,7 +12,7 @@ MEMORY_KINDS: tuple[str, ...] = ("event", "decision", "observation", "insight", 
 FIDELITY_LEVELS: tuple[str, ...] = ("detailed", "summary", "gist")
 
 
-@dataclass
+@dataclass(slots=True)
 class MemoryItem:
     """One memory of one agent.
 
