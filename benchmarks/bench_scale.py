@@ -31,8 +31,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import heapq
 import json
 import os
+import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -209,9 +212,11 @@ def section_checkpoint(args) -> dict[str, Any]:
 class SimulatedServer(LLMBackend):
     """A server with ``slots`` parallel slots and a fixed ``latency_s`` per request.
 
-    Requests beyond the free slots queue, as on a real server; replies come from the instant
-    script (``inner``), so the run behaves as the cost runs do. Records the seconds during
-    which each number of slots was busy, for the achieved utilisation.
+    Requests are served first come, first served: one that arrives when every slot is taken
+    waits for the earliest to free, as in a real server's queue. Slots are kept on the server's
+    own clock (when each frees), so a slot is free again after the latency whatever the client
+    is doing; a reply is ready at the end of its slot time. Replies come from the instant
+    script (``inner``), so a run behaves as the cost runs do.
     """
 
     kind = "simulated"
@@ -223,15 +228,36 @@ class SimulatedServer(LLMBackend):
         self.latency_s = latency_s
         self.model_id = f"simulated:{slots}x{latency_s:g}s/{inner.model_id}"
         self.calls = 0
-        self._slots: asyncio.Semaphore | None = None
+        self._free_at = [0.0] * slots  # heap: when each slot is free (loop clock, seconds)
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.max_concurrency)
-        async with self._slots:
-            await asyncio.sleep(self.latency_s)
+        now = asyncio.get_running_loop().time()
+        start = max(now, heapq.heappop(self._free_at))
+        heapq.heappush(self._free_at, start + self.latency_s)
+        await asyncio.sleep(start + self.latency_s - now)
         self.calls += 1
         return await self.inner.achat(request)
+
+
+class _StepStart:
+    """Records when the (last) year began (``FloodModel.step``)."""
+
+    def __enter__(self) -> _StepStart:
+        from governed_broker.sim.model import FloodModel
+
+        self._original, clock = FloodModel.step, self
+
+        def step(model):
+            clock.started = time.perf_counter()
+            return clock._original(model)
+
+        FloodModel.step = step
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from governed_broker.sim.model import FloodModel
+
+        FloodModel.step = self._original
 
 
 def section_saturation(args) -> dict[str, Any]:
@@ -259,17 +285,51 @@ def section_saturation(args) -> dict[str, Any]:
                 CachedBackend(server, ResponseCache(work / "cache.sqlite")),
                 CallLog(run_dir / CALL_LOG_FILE))
             maker = build_decision_maker(experiment, run_dir, backend=backend)
-            with YearClock() as clock:
-                t0 = time.perf_counter()
+            with YearClock() as clock, _StepStart() as step:
                 run_experiment(config, work / "run", progress=False, decision_maker=maker)
-            year_s = clock.ends[-1][1] - t0 if clock.ends else time.perf_counter() - t0
+            year_s = clock.ends[-1][1] - step.started  # the year, its checkpoint included
         ideal_s = server.calls * latency / slots
         ratio = ideal_s / year_s
         out[str(slots)] = {"slots": slots, "latency_s": latency, "calls": server.calls,
                            "year_wall_s": year_s, "ideal_s": ideal_s, "ratio": ratio}
         print(f"  N = {slots:>3} slots, latency {latency:.3f} s: {server.calls} calls in "
               f"{year_s:.1f} s (ideal {ideal_s:.1f} s): achieved/ideal {ratio:.3f}", flush=True)
+    if args.http:
+        out["http"] = {str(n): _saturation_http(args, n) for n in args.slots}
     return out
+
+
+def _saturation_http(args, slots: int) -> dict[str, Any]:
+    """One year against benchmarks/simulated_ollama.py (its own process) through the ollama
+    client: the Ollama HTTP API, ``llm.concurrency`` = ``--http-queue`` x the server's slots
+    (above 1, requests also wait in the server's queue)."""
+    latency = slots / args.server_rate
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("simulated_ollama.py")), "--slots",
+         str(slots), "--latency", str(latency)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True)
+    try:
+        host = server.stdout.readline().strip()
+        with tempfile.TemporaryDirectory(prefix="bench_sat_http_") as tmp:
+            llm = {"backend": "ollama", "hosts": [host], "model": "instant",
+                   "concurrency": args.http_queue * slots, "cache": {"mode": "readwrite",
+                                                   "path": str(Path(tmp) / "cache.sqlite")}}
+            config = load_experiment(EXPERIMENT, settings(
+                args.saturation_households, 1, Path(tmp) / "cache.sqlite",
+                [f"llm={json.dumps(llm)}"]))
+            with YearClock() as clock, _StepStart() as step:
+                run_experiment(config, Path(tmp) / "run", progress=False)
+            year_s = clock.ends[-1][1] - step.started
+            with sqlite3.connect(Path(tmp) / "run" / "llm_calls.sqlite") as conn:
+                calls = conn.execute("SELECT count(*) FROM calls").fetchone()[0]
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+    ideal_s = calls * latency / slots
+    print(f"  HTTP N = {slots:>3} slots, latency {latency:.3f} s: {calls} calls in {year_s:.1f} "
+          f"s (ideal {ideal_s:.1f} s): achieved/ideal {ideal_s / year_s:.3f}", flush=True)
+    return {"slots": slots, "latency_s": latency, "calls": calls, "year_wall_s": year_s,
+            "ideal_s": ideal_s, "ratio": ideal_s / year_s}
 
 
 SECTIONS = {"cost": section_cost, "years": section_years, "checkpoint": section_checkpoint,
@@ -289,6 +349,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--server-rate", type=float, default=100.0,
                         help="requests per second the simulated server answers")
+    parser.add_argument("--http", action="store_true",
+                        help="saturation also through HTTP (benchmarks/simulated_ollama.py)")
+    parser.add_argument("--http-queue", type=int, default=1,
+                        help="llm.concurrency as a multiple of the server's slots")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     args = parser.parse_args(argv)
     import governed_broker
