@@ -145,6 +145,37 @@ class ReflectionEngine:
             self._log.write_many(records)
         return records
 
+    async def areflect_shared(
+        self, groups: Sequence[Sequence[ReflectionTarget]], year: int
+    ) -> list[dict[str, Any]]:
+        """Reflect once per group (cohort mode): the group's first household by agent id
+        reflects on its memories of the year, and its insights are stored in every member.
+
+        Returns:
+            The ``reflections.jsonl`` records, one per household in agent order; a member's
+            is the representative's with its own ``agent_id`` and ``insight_ids`` and a
+            ``cohort`` entry ``{"representative", "size"}``.
+        """
+        semaphore = asyncio.Semaphore(in_flight(self.backend))
+        ordered = [sorted(g, key=lambda t: t.agent_id) for g in groups if g]
+
+        async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:
+            async with semaphore:
+                return await self._reflect_one(target, year)
+
+        results = await asyncio.gather(*(one(g[0]) for g in ordered))
+        records = []
+        for group, (record, insights) in zip(ordered, results, strict=True):
+            cohort = {"representative": group[0].agent_id, "size": len(group)}
+            for target in group:
+                stored = [target.engine.add_insight(text, year) for text in insights]
+                records.append({**record, "agent_id": target.agent_id,
+                                "insight_ids": [m.id for m in stored], "cohort": cohort})
+        records.sort(key=lambda r: r["agent_id"])
+        if self._log is not None:
+            self._log.write_many(records)
+        return records
+
     def close(self) -> None:
         """Close ``reflections.jsonl``."""
         if self._log is not None:

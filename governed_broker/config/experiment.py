@@ -12,7 +12,12 @@ from pathlib import Path
 from pydantic import Field, PrivateAttr, field_validator
 
 from governed_broker.config.base import StrictModel
-from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
+from governed_broker.config.broker import (
+    CohortConfig,
+    GovernanceConfig,
+    RAGConfig,
+    ReflectionConfig,
+)
 from governed_broker.config.limits import RunLimits
 from governed_broker.config.llm import LLMConfig
 from governed_broker.config.memory import MemoryConfig
@@ -54,6 +59,7 @@ class ExperimentConfig(StrictModel):
         llm: The language model (needed when ``decision.maker`` is ``llm``).
         governance: Rule profile, retries and prompt templates of the governed broker.
         reflection: Yearly reflection (LLM runs).
+        cohort: Cohort mode for basin-size populations (LLM runs; off by default).
         rag: The knowledge base households may consult (LLM runs).
         outputs: Optional outputs: plots, progress bar, memory Markdown.
         limits: Sizes above which a run must be confirmed; not part of the run hash.
@@ -82,6 +88,7 @@ class ExperimentConfig(StrictModel):
     llm: LLMConfig | None = None
     governance: GovernanceConfig = GovernanceConfig()
     reflection: ReflectionConfig = ReflectionConfig()
+    cohort: CohortConfig = CohortConfig()
     rag: RAGConfig = RAGConfig()
     outputs: OutputConfig = OutputConfig()
     limits: RunLimits = RunLimits()

@@ -56,6 +56,8 @@ def config_hash(config: ExperimentConfig) -> str:
     settings = config.model_dump(mode="json")
     settings.pop("sweep", None)
     settings.pop("limits", None)  # confirmation thresholds: they never change an output
+    if not settings.get("cohort", {}).get("enabled"):
+        settings.pop("cohort", None)  # off: runs hash as they did before cohort mode existed
     if settings.get("llm"):
         settings["llm"].pop("hosts", None)
     inputs: dict[str, str] = {}
