@@ -1,9 +1,11 @@
-"""Scale benchmarks (issue 15): framework cost per household-year, checkpoints, saturation.
+"""Scale benchmarks (issue 15): framework cost per household-year, checkpoints, saturation,
+cohort mode.
 
-Usage: python benchmarks/bench_scale.py [--sections cost years checkpoint saturation]
-       [--json PATH]
+Usage: python benchmarks/bench_scale.py [--sections cost years checkpoint saturation cohort
+       basin] [--http] [--json PATH]
 
-Every run is a complete ``run_experiment`` of ``experiments/baseline.yaml`` with the governed
+The cost, years, checkpoint and saturation runs are complete ``run_experiment`` calls of
+``experiments/baseline.yaml`` with the governed
 LLM broker (strict governance), human-centric memory and reflection every year. The "LLM" is
 instant (``benchmarks/instant_llm.yaml``, the scripted backend), so the time measured is the
 framework's own; the response cache and the call log are on (in a temporary directory).
@@ -17,11 +19,17 @@ Sections:
   from the end of one checkpoint to the end of the next, so it includes the checkpoint).
 * ``checkpoint``: bytes written to ``checkpoints/`` and seconds of the checkpoint per year
   (1,000 households x 30 years).
+* ``cohort``: cohort mode against a full run (``governed-broker cohort-check``) on 500
+  households x 20 years of ``experiments/basin_cohort.yaml`` with a synthetic stochastic
+  responder (``benchmarks/stochastic_llm.yaml``): speed-up and error.
+* ``basin`` (not run by default: minutes): ``experiments/basin_cohort.yaml`` in full,
+  10,000 households x 30 years in cohort mode on the instant script.
 * ``saturation``: one year of 1,000 households against a simulated server with N slots and a
   fixed latency (an ``LLMBackend`` whose requests queue for a slot and take the latency),
   behind the response cache and the call log; achieved / ideal throughput for N = 1, 8, 64.
   The latency is N / ``--server-rate`` seconds, so the server answers ``--server-rate``
-  requests per second at every N; ideal = calls / rate.
+  requests per second at every N; ideal = calls / rate. ``--http`` repeats it through the
+  Ollama HTTP API (``benchmarks/simulated_ollama.py`` in its own process, the ollama client).
 
 CPU time is ``time.process_time`` of this process (all threads); on a shared machine read
 ratios and CPU times, not wall times.
@@ -332,14 +340,72 @@ def _saturation_http(args, slots: int) -> dict[str, Any]:
             "ideal_s": ideal_s, "ratio": ideal_s / year_s}
 
 
+BASIN = ROOT / "experiments" / "basin_cohort.yaml"
+STOCHASTIC = Path(__file__).resolve().parent / "stochastic_llm.yaml"
+
+
+def _scripted(script: Path, name: str) -> str:
+    return "llm=" + json.dumps({"backend": "scripted", "model": name, "script": str(script),
+                                "cache": {"mode": "off"}})
+
+
+def section_cohort(args) -> dict[str, Any]:
+    """Cohort mode against a full run on ``--cohort-households`` of experiments/
+    basin_cohort.yaml for ``--cohort-years``, with the synthetic stochastic responder
+    (benchmarks/stochastic_llm.yaml): speed-up and the differences cohort-check reports."""
+    from governed_broker.analysis.cohort import cohort_check, write_report
+
+    with tempfile.TemporaryDirectory(prefix="bench_cohort_") as tmp:
+        check = cohort_check(BASIN, Path(tmp), args.cohort_households,
+                             [f"years={args.cohort_years}", _scripted(STOCHASTIC, "stochastic")])
+        report = (write_report(check, Path(tmp))).read_text()
+    full, cohort = check.runs["full"], check.runs["cohort"]
+    out = {"report": check.to_dict(), "markdown": report,
+           "speedup_cpu": full["cpu_s"] / cohort["cpu_s"],
+           "speedup_calls": full["llm_calls"] / cohort["llm_calls"]}
+    print(f"cohort {args.cohort_households} households x {args.cohort_years} years: LLM calls "
+          f"{full['llm_calls']} -> {cohort['llm_calls']} ({out['speedup_calls']:.2f}x fewer), "
+          f"CPU {full['cpu_s']:.1f} -> {cohort['cpu_s']:.1f} s ({out['speedup_cpu']:.2f}x); "
+          f"largest action-share gap {check.max_action_gap_pp:.1f} pp, label distance threat "
+          f"{check.label_distance('threat_label'):.3f} coping "
+          f"{check.label_distance('coping_label'):.3f}, fit score "
+          f"{check.scores['full']} -> {check.scores['cohort']}", flush=True)
+    print(report, flush=True)
+    return out
+
+
+def section_basin(args) -> dict[str, Any]:
+    """experiments/basin_cohort.yaml in full (10,000 x 30, cohort mode) on the instant
+    script: seconds, peak memory and the cohort statistics."""
+    import resource
+
+    with tempfile.TemporaryDirectory(prefix="bench_basin_") as tmp:
+        config = load_experiment(BASIN, [f"years={args.basin_years}",
+                                         f"population.size={args.basin_households}",
+                                         _scripted(SCRIPT, "instant")])
+        c0, t0 = time.process_time(), time.perf_counter()
+        run_experiment(config, Path(tmp) / "run", progress=False)
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+        manifest = json.loads((Path(tmp) / "run" / "manifest.json").read_text())
+        cohorts = (Path(tmp) / "run" / "cohorts.jsonl").stat().st_size
+    out = {"households": args.basin_households, "years": args.basin_years, "cpu_s": cpu,
+           "wall_s": wall, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+           / 1024, "llm_calls": manifest["llm"]["stats"]["calls"]["calls"],
+           "cohort": manifest["llm"]["cohort"], "cohorts_jsonl_mb": cohorts / 2**20}
+    print(f"basin {args.basin_households} x {args.basin_years} in cohort mode: {wall:.0f} s wall, "
+          f"{cpu:.0f} s CPU, peak {out['peak_rss_mb']:.0f} MB, {out['llm_calls']} LLM calls; "
+          f"cohorts {json.dumps(out['cohort'])}", flush=True)
+    return out
+
+
 SECTIONS = {"cost": section_cost, "years": section_years, "checkpoint": section_checkpoint,
-            "saturation": section_saturation}
+            "saturation": section_saturation, "cohort": section_cohort, "basin": section_basin}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sections", nargs="+", choices=list(SECTIONS),
-                        default=list(SECTIONS))
+                        default=["cost", "years", "checkpoint", "saturation", "cohort"])
     parser.add_argument("--cost-sizes", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--cost-years", type=int, default=5)
     parser.add_argument("--years-households", type=int, default=100)
@@ -353,6 +419,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="saturation also through HTTP (benchmarks/simulated_ollama.py)")
     parser.add_argument("--http-queue", type=int, default=1,
                         help="llm.concurrency as a multiple of the server's slots")
+    parser.add_argument("--cohort-households", type=int, default=500)
+    parser.add_argument("--cohort-years", type=int, default=20)
+    parser.add_argument("--basin-households", type=int, default=10_000)
+    parser.add_argument("--basin-years", type=int, default=30)
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     args = parser.parse_args(argv)
     import governed_broker

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from governed_broker.broker.governed import GovernedBroker, state_before
-from governed_broker.config.broker import CohortConfig
+from governed_broker.config.cohort import CohortConfig
 from governed_broker.contracts.decision import Decision, HouseholdSituation, ReflectionTarget
 from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import in_flight

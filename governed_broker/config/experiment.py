@@ -12,12 +12,8 @@ from pathlib import Path
 from pydantic import Field, PrivateAttr, field_validator
 
 from governed_broker.config.base import StrictModel
-from governed_broker.config.broker import (
-    CohortConfig,
-    GovernanceConfig,
-    RAGConfig,
-    ReflectionConfig,
-)
+from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
+from governed_broker.config.cohort import CohortConfig
 from governed_broker.config.limits import RunLimits
 from governed_broker.config.llm import LLMConfig
 from governed_broker.config.memory import MemoryConfig

@@ -170,18 +170,6 @@ class WorldMemory:
         self.writer.close()
 
     # ------------------------------------------------------------------------------ state
-    def state(self) -> dict[str, Any]:
-        """JSON-serialisable state of every household's memory (whole; its size grows with
-        the run: checkpoints use ``changes``)."""
-        return {str(k): hm.state() for k, hm in self.households.items()}
-
-    def restore(self, state: dict[str, Any]) -> None:
-        """Replace every household's memory with one from ``state()``."""
-        for key, hm_state in state.items():
-            hm = HouseholdMemory.from_state(hm_state, semantic=self.semantic, texts=self.texts)
-            self._attach(hm)
-            self.households[int(key)] = hm
-
     def changes(self) -> list[list[Any]]:
         """``[agent_id, changes]`` of every household whose memory changed since the last call
         (``HouseholdMemory.changes``), in agent-id order: what a checkpoint appends to its
