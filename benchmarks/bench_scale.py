@@ -406,7 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sections", nargs="+", choices=list(SECTIONS),
                         default=["cost", "years", "checkpoint", "saturation", "cohort"])
-    parser.add_argument("--cost-sizes", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--cost-sizes", type=int, nargs="*", default=[100, 1000, 10000],
+                        help="population sizes at --cost-years (the 1,000 x 20 run always)")
     parser.add_argument("--cost-years", type=int, default=5)
     parser.add_argument("--years-households", type=int, default=100)
     parser.add_argument("--checkpoint-households", type=int, default=1000)

@@ -30,7 +30,6 @@ from governed_broker.broker.governed import GovernedBroker, state_before
 from governed_broker.config.cohort import CohortConfig
 from governed_broker.contracts.decision import Decision, HouseholdSituation, ReflectionTarget
 from governed_broker.contracts.jsonl import JsonlWriter
-from governed_broker.llm.base import in_flight
 from governed_broker.seeding import child_seed
 
 #: Facts of a situation that always split cohorts.
@@ -155,8 +154,8 @@ class CohortBroker(GovernedBroker):
 
     async def _asample(self, situations: Sequence[HouseholdSituation],
                        cohorts: list[tuple[tuple, list[int]]]) -> list[list[Decision]]:
-        """Each cohort's conversations, concurrently (at most ``in_flight`` at once)."""
-        semaphore = asyncio.Semaphore(in_flight(self.backend))
+        """Each cohort's conversations, concurrently (``backend.max_concurrency`` at once)."""
+        semaphore = asyncio.Semaphore(max(1, int(self.backend.max_concurrency)))
 
         async def one(situation: HouseholdSituation, sample: int) -> Decision:
             async with semaphore:

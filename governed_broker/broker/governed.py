@@ -28,7 +28,7 @@ from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceConfig
 from governed_broker.contracts.decision import Decision, HouseholdSituation, ReflectionTarget
 from governed_broker.contracts.jsonl import JsonlWriter
-from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse, in_flight
+from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.seeding import child_seed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -160,9 +160,8 @@ class GovernedBroker:
 
     # -- async core -------------------------------------------------------------------------
     async def adecide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
-        """Decide concurrently, at most ``llm.base.in_flight(backend)`` households in flight
-        (twice the backend's slots, so that no slot waits for the framework)."""
-        semaphore = asyncio.Semaphore(in_flight(self.backend))
+        """Decide concurrently, at most ``backend.max_concurrency`` households in flight."""
+        semaphore = asyncio.Semaphore(max(1, int(self.backend.max_concurrency)))
 
         async def one(situation: HouseholdSituation) -> Decision:
             async with semaphore:

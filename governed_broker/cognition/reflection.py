@@ -28,7 +28,7 @@ from governed_broker.config.broker import ReflectionConfig
 from governed_broker.config.templates import TemplateSet, load_templates
 from governed_broker.contracts.decision import ReflectionTarget, Remembered
 from governed_broker.contracts.jsonl import JsonlWriter
-from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse, in_flight
+from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.seeding import child_seed
 
 
@@ -128,7 +128,7 @@ class ReflectionEngine:
         Returns:
             The ``reflections.jsonl`` records, in agent order.
         """
-        semaphore = asyncio.Semaphore(in_flight(self.backend))
+        semaphore = asyncio.Semaphore(max(1, int(self.backend.max_concurrency)))
 
         async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:
             async with semaphore:
@@ -156,7 +156,7 @@ class ReflectionEngine:
             is the representative's with its own ``agent_id`` and ``insight_ids`` and a
             ``cohort`` entry ``{"representative", "size"}``.
         """
-        semaphore = asyncio.Semaphore(in_flight(self.backend))
+        semaphore = asyncio.Semaphore(max(1, int(self.backend.max_concurrency)))
         ordered = [sorted(g, key=lambda t: t.agent_id) for g in groups if g]
 
         async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:

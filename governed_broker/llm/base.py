@@ -95,21 +95,6 @@ class LLMResponse:
         return replace(self, text=text, parsed=None), notes
 
 
-#: Requests a caller keeps in flight per backend slot (``in_flight``).
-IN_FLIGHT_PER_SLOT = 2
-
-
-def in_flight(backend: LLMBackend) -> int:
-    """How many requests (households) to keep in flight on ``backend``: twice its slots.
-
-    With only as many as slots, a slot idles while the framework handles the reply it just
-    gave and prepares that household's next request; with twice as many, a prepared request
-    already waits in the backend's queue (the embedded model's workers, a server's queue or the
-    host pool) and takes the slot at once.
-    """
-    return IN_FLIGHT_PER_SLOT * max(1, int(backend.max_concurrency))
-
-
 class LLMBackend:
     """Base class of LLM backends.
 

@@ -220,8 +220,7 @@ def test_concurrent_decisions_are_bounded_and_in_input_order(close_brokers):
     decisions = broker.decide(situations)
     assert [d.agent_id for d in decisions] == list(range(1, 13))
     assert [d.reason for d in decisions] == [str(i) for i in range(1, 13)]
-    # twice the backend's 3 slots: a prepared request always waits for the next free slot
-    assert backend.peak == 2 * 3
+    assert 1 < backend.peak <= 3
 
 
 def test_decisions_jsonl_streams_one_record_per_decision(tmp_path):
