@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from governed_broker.config.templates import TemplateSet, load_templates
 from governed_broker.contracts.decision import ReflectionTarget, Remembered
 from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
+from governed_broker.llm.jsontext import messages_json
 from governed_broker.seeding import child_seed
 
 
@@ -210,8 +210,9 @@ class ReflectionEngine:
                           insights=[])
             return record, []
         base = self._messages(target, year, memories)
+        # json.dumps(base, sort_keys=True), the system message encoded once per run
         record["context_hash"] = hashlib.sha256(
-            json.dumps(base, sort_keys=True).encode("utf-8")).hexdigest()
+            messages_json(base, "sorted_ascii").encode("utf-8")).hexdigest()
         messages, attempts = base, []
         for attempt in range(self.config.max_parse_retries + 1):
             response, cleaned = (await self._ask(messages, target.agent_id, year,
