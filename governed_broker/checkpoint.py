@@ -41,6 +41,7 @@ import json
 import os
 import shutil
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -339,28 +340,27 @@ def restore(model: FloodModel, checkpoint: Checkpoint) -> None:
     """Put a freshly built model into the state of ``checkpoint`` (after ``rewind_outputs``)."""
     work = checkpoint.path.parent.parent
     meta = json.loads((checkpoint.path / "state.json").read_text(encoding="utf-8"))
-    memory = _memory_log(work, checkpoint) if MEMORY_LOG in checkpoint.sizes else []
+    memory = _memory_log(work, checkpoint) if MEMORY_LOG in checkpoint.sizes else iter(())
     with np.load(checkpoint.path / "state.npz", allow_pickle=False) as data:
         model.restore({k: data[k] for k in data.files}, meta, memory)
     if model.memory_store is not None:
         model.memory_store.remove_sessions_after(model.year)
 
 
-def _memory_log(work: Path, checkpoint: Checkpoint) -> list[list[Any]]:
+def _memory_log(work: Path, checkpoint: Checkpoint) -> Iterator[list[Any]]:
     """The memory changes of years 1..checkpoint.year, in order, from the (verified and cut
-    back) memory log."""
-    out = []
+    back) memory log, read a line at a time (a basin-size run's log is gigabytes)."""
+    number = 0
     with open(work / MEMORY_LOG, encoding="ascii") as f:
         for number, line in enumerate(f, start=1):
             entry = json.loads(line)
             if entry.get("year") != number:
                 raise _refuse(work, f"line {number} of {MEMORY_LOG} is for year "
                                     f"{entry.get('year')}, not {number}")
-            out.append(entry["households"])
-    if len(out) != checkpoint.year:
-        raise _refuse(work, f"{MEMORY_LOG} holds {len(out)} years, the checkpoint "
+            yield entry["households"]
+    if number != checkpoint.year:
+        raise _refuse(work, f"{MEMORY_LOG} holds {number} years, the checkpoint "
                             f"{checkpoint.year}")
-    return out
 
 
 def remove_checkpoints(work: Path) -> None:
