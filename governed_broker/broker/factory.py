@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from governed_broker.broker.cohort import CohortBroker
 from governed_broker.broker.governed import GovernedBroker, RequestSettings
 from governed_broker.broker.rules import RuleSet
 from governed_broker.broker.skills import SkillRegistry
@@ -19,6 +20,7 @@ from governed_broker.llm.base import LLMBackend
 #: Files the broker writes into the run directory.
 DECISIONS_FILE = "decisions.jsonl"
 REFLECTIONS_FILE = "reflections.jsonl"
+COHORTS_FILE = "cohorts.jsonl"
 CALL_LOG_FILE = "llm_calls.sqlite"
 
 
@@ -117,7 +119,12 @@ def build_decision_maker(
             num_ctx=config.llm.num_ctx,
             log_path=run_dir / REFLECTIONS_FILE,
         )
-    return GovernedBroker(
+    kwargs: dict[str, Any] = {}
+    klass: type[GovernedBroker] = GovernedBroker
+    if config.cohort.enabled:
+        klass = CohortBroker
+        kwargs = {"cohort": config.cohort, "cohort_log_path": run_dir / COHORTS_FILE}
+    return klass(
         backend,
         context,
         registry,
@@ -132,4 +139,5 @@ def build_decision_maker(
         ),
         audit_path=run_dir / DECISIONS_FILE,
         reflection=reflection,
+        **kwargs,
     )

@@ -355,3 +355,4 @@ class GovernanceRules(StrictModel):
                 continue
             blocked.update(rule.actions)
         return blocked
+

@@ -14,6 +14,7 @@ from pydantic import Field, PrivateAttr, field_validator
 from governed_broker.config.base import StrictModel
 from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
 from governed_broker.config.calibration import CalibrationConfig
+from governed_broker.config.cohort import CohortConfig
 from governed_broker.config.limits import RunLimits
 from governed_broker.config.llm import LLMConfig
 from governed_broker.config.memory import MemoryConfig
@@ -56,6 +57,7 @@ class ExperimentConfig(StrictModel):
         llm: The language model (needed when ``decision.maker`` is ``llm``).
         governance: Rule profile, retries and prompt templates of the governed broker.
         reflection: Yearly reflection (LLM runs).
+        cohort: Cohort mode for basin-size populations (LLM runs; off by default).
         rag: The knowledge base households may consult (LLM runs).
         outputs: Optional outputs: plots, progress bar, memory Markdown.
         limits: Sizes above which a run must be confirmed; not part of the run hash.
@@ -86,6 +88,7 @@ class ExperimentConfig(StrictModel):
     llm: LLMConfig | None = None
     governance: GovernanceConfig = GovernanceConfig()
     reflection: ReflectionConfig = ReflectionConfig()
+    cohort: CohortConfig = CohortConfig()
     rag: RAGConfig = RAGConfig()
     outputs: OutputConfig = OutputConfig()
     limits: RunLimits = RunLimits()

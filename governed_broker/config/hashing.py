@@ -60,6 +60,8 @@ def config_hash(config: ExperimentConfig) -> str:
     settings.pop("calibration", None)  # what runs are scored against, not how they run
     settings.pop("limits", None)  # confirmation thresholds: they never change an output
     settings.pop("validity", None)  # the gate decides whether a run starts, not what it writes
+    if not settings.get("cohort", {}).get("enabled"):
+        settings.pop("cohort", None)  # off: runs hash as they did before cohort mode existed
     if settings.get("llm"):
         settings["llm"].pop("hosts", None)
     inputs: dict[str, str] = {}
