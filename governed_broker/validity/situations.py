@@ -50,7 +50,6 @@ class SituationBuilder:
         self.damage_table: DamageTable = load_damage_table(
             self.config.resolve_path(self.config.damage.table))
         self._zones: dict[str, _Zone] = {}
-        self._memory: tuple[Any, dict[str, Any]] | None = None  # (WorldMemory, fresh state)
         self._recalled: dict[str, dict[str, Any] | None] = {}
 
     def build(self, spec: VignetteSpec, agent_id: int,
@@ -142,17 +141,13 @@ class SituationBuilder:
 
     def _remember(self, spec: VignetteSpec, allowed: tuple[str, ...], owner: np.ndarray,
                   structure: np.ndarray, contents: np.ndarray) -> dict[str, Any]:
-        # One world memory of one household, started afresh for every vignette from the same
-        # state (its memory engine's seeded generator included), so a vignette's memories never
-        # depend on the other vignettes of the battery.
-        if self._memory is None:
-            from governed_broker.sim.memory_bridge import WorldMemory
+        # One world memory of one household, built afresh for every vignette (its memory
+        # engine's seeded generator included), so a vignette's memories never depend on the
+        # other vignettes of the battery.
+        from governed_broker.sim.memory_bridge import WorldMemory
 
-            world = WorldMemory(self.config, self.domain, np.array([False]), np.array([False]),
-                                run_dir=None)
-            self._memory = (world, world.state())
-        world, fresh = self._memory
-        world.restore(fresh)
+        world = WorldMemory(self.config, self.domain, np.array([False]), np.array([False]),
+                            run_dir=None)
         memory, idx = world.memory_of(1), np.array([0])
         memory.set_status(insured=spec.insured, elevated=spec.elevated)
         floods = {spec.year - f.years_ago: f.depth_m for f in spec.earlier_floods}
