@@ -5,9 +5,10 @@ Usage: python benchmarks/bench_checkpoint.py [--size 1000] [--years 30]
 Runs the baseline world with the human-centric memory on (so the memory store and every
 household's memory state are checkpointed) and prints, per block of years, milliseconds per
 checkpoint in all and milliseconds of it spent hashing (the running sha256 of the output
-files' new bytes and of the memory store's new rows). The digests are meant to cost the same
-in year 30 as in year 1 (linear in run length); the rest of the checkpoint still grows with
-each household's memory (a separate performance issue).
+files' new bytes and of the memory store's new rows). Both are meant to cost the same in year
+30 as in year 1 (linear in run length): memories are logged as each year's changes
+(``checkpoints/memory.jsonl``), not saved whole. ``benchmarks/bench_scale.py`` also prints the
+bytes written per checkpoint.
 """
 
 from __future__ import annotations

@@ -1,13 +1,21 @@
 """Year-end checkpoints of a run, so that an interrupted run resumes where it stopped.
 
-After every completed year the runner flushes its output files and writes
+After every completed year the runner flushes its output files, appends the year's memory
+changes to ``<run>.partial/checkpoints/memory.jsonl`` and writes
 ``<run>.partial/checkpoints/year-NNNN/`` with:
 
 * ``state.npz``: every household array of the world and what neighbours saw last year
   (``numpy.savez`` with ``allow_pickle=False``: numbers and booleans only);
-* ``state.json``: the year, the config hash, the byte size of every output file at that moment,
-  Mesa's generator states and every household's memory (engine items and generator state,
-  procedural and metacognitive records).
+* ``state.json``: the year, the config hash, the byte size of every output file (and of the
+  memory log) at that moment and Mesa's generator states.
+
+Household memories grow with the run, so they are not saved whole: ``memory.jsonl`` is an
+append-only log with one line per completed year holding what changed in every household's
+memory that year (``FloodModel.memory_changes``: memories formed, the few fields of earlier
+memories that retrieval changed, generator states, procedural and metacognitive records that
+changed, facts learned). A checkpoint costs what the year added, not what the run holds, and
+resuming replays the log on freshly built memories. The log is tracked like an output file
+(size and digest per checkpoint), so lines of an interrupted year are cut off on resume.
 
 Checkpoints verify themselves: ``state.json`` also records the sha256 of every tracked output
 file's prefix up to its recorded size and of the memory store's rows up to the checkpoint year,
@@ -33,6 +41,7 @@ import json
 import os
 import shutil
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,8 +54,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from governed_broker.sim.model import FloodModel
 
 CHECKPOINT_DIR = "checkpoints"
-#: Output files a run appends to while it runs; their sizes are recorded per checkpoint.
-TRACKED_FILES = ("agents_yearly.csv", "model_yearly.csv", "decisions.jsonl", "reflections.jsonl")
+#: The memory log (see the module documentation), appended to like an output file.
+MEMORY_LOG = f"{CHECKPOINT_DIR}/memory.jsonl"
+#: Files a run appends to while it runs (the outputs and the memory log); their sizes are
+#: recorded per checkpoint.
+TRACKED_FILES = ("agents_yearly.csv", "model_yearly.csv", "decisions.jsonl", "reflections.jsonl",
+                 "cohorts.jsonl", MEMORY_LOG)
+#: Version of the checkpoint layout; a checkpoint of another one is not resumed.
+FORMAT = 2
 #: Written last into a checkpoint: the sha256 of its other files.
 SUMS_FILE = "SHA256SUMS.json"
 MEMORY_STORE = "memory.sqlite"
@@ -107,6 +122,7 @@ class CheckpointWriter:
 
     def write(self, model: FloodModel, rows: int) -> Path:
         """Write the checkpoint of the year ``model`` just completed; remove older ones."""
+        self._log_memory(model)
         for name in TRACKED_FILES:  # durable before the checkpoint that points at their sizes
             path = self.work / name
             if path.exists():
@@ -116,6 +132,7 @@ class CheckpointWriter:
                    if (self.work / name).exists()}
         arrays, state = model.state()
         meta = {
+            "format": FORMAT,
             "config_hash": self.config_hash,
             "rows": rows,
             "sizes": dict(self._sizes_now()),
@@ -124,6 +141,17 @@ class CheckpointWriter:
             **state,
         }
         return _write_dir(self.work, model.year, arrays, meta)
+
+    def _log_memory(self, model: FloodModel) -> None:
+        """Append the year's memory changes to the memory log (one line per year)."""
+        changes = model.memory_changes()
+        if changes is None:
+            return
+        line = json.dumps({"year": model.year, "households": changes}, separators=(",", ":"))
+        path = self.work / MEMORY_LOG
+        path.parent.mkdir(exist_ok=True)
+        with open(path, "a", encoding="ascii") as f:  # json.dumps escapes non-ASCII
+            f.write(line + "\n")
 
     def _sizes_now(self) -> dict[str, int]:
         return {n: self._sizes[n] for n in TRACKED_FILES if (self.work / n).exists()}
@@ -184,6 +212,10 @@ def latest_checkpoint(work: Path) -> Checkpoint | None:
                 raise _refuse(work, f"{path / name} was changed after it was written "
                                     f"(sha256 {found[:12]}..., recorded {sums[name][:12]}...)")
         meta = json.loads((path / "state.json").read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT:
+            raise _refuse(work, f"checkpoint {path} was written by another version of "
+                                f"governed_broker (checkpoint format {meta.get('format', 1)}, "
+                                f"this version reads {FORMAT}); resume it with that version")
         return Checkpoint(path, int(meta["year"]), meta["config_hash"], int(meta["rows"]),
                           {k: int(v) for k, v in meta["sizes"].items()},
                           dict(meta["digests"]), meta["memory_digest"])
@@ -305,12 +337,30 @@ def rewind_outputs(work: Path, checkpoint: Checkpoint) -> None:
 
 
 def restore(model: FloodModel, checkpoint: Checkpoint) -> None:
-    """Put a freshly built model into the state of ``checkpoint``."""
+    """Put a freshly built model into the state of ``checkpoint`` (after ``rewind_outputs``)."""
+    work = checkpoint.path.parent.parent
     meta = json.loads((checkpoint.path / "state.json").read_text(encoding="utf-8"))
+    memory = _memory_log(work, checkpoint) if MEMORY_LOG in checkpoint.sizes else iter(())
     with np.load(checkpoint.path / "state.npz", allow_pickle=False) as data:
-        model.restore({k: data[k] for k in data.files}, meta)
+        model.restore({k: data[k] for k in data.files}, meta, memory)
     if model.memory_store is not None:
         model.memory_store.remove_sessions_after(model.year)
+
+
+def _memory_log(work: Path, checkpoint: Checkpoint) -> Iterator[list[Any]]:
+    """The memory changes of years 1..checkpoint.year, in order, from the (verified and cut
+    back) memory log, read a line at a time (a basin-size run's log is gigabytes)."""
+    number = 0
+    with open(work / MEMORY_LOG, encoding="ascii") as f:
+        for number, line in enumerate(f, start=1):
+            entry = json.loads(line)
+            if entry.get("year") != number:
+                raise _refuse(work, f"line {number} of {MEMORY_LOG} is for year "
+                                    f"{entry.get('year')}, not {number}")
+            yield entry["households"]
+    if number != checkpoint.year:
+        raise _refuse(work, f"{MEMORY_LOG} holds {number} years, the checkpoint "
+                            f"{checkpoint.year}")
 
 
 def remove_checkpoints(work: Path) -> None:

@@ -33,9 +33,10 @@ from governed_broker.config.base import ConfigError
 #: Files a run writes into its directory (SQLite side files included).
 RUN_FILES = frozenset({
     "agents_yearly.csv", "model_yearly.csv", "manifest.json", "config.yaml", "summary.png",
-    "decisions.jsonl", "reflections.jsonl", "memory.sqlite", "llm_calls.sqlite",
+    "decisions.jsonl", "reflections.jsonl", "cohorts.jsonl", "memory.sqlite", "llm_calls.sqlite",
     "memory.sqlite-wal", "memory.sqlite-shm", "memory.sqlite-journal",
     "llm_calls.sqlite-wal", "llm_calls.sqlite-shm", "llm_calls.sqlite-journal",
+    "validity_card.json",
 })
 #: Folders a run writes (``checkpoints`` only while unfinished).
 RUN_FOLDERS = frozenset({"memories", "checkpoints"})

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from governed_broker.checkpoint import CHECKPOINT_DIR, SUMS_FILE, CheckpointError
+from governed_broker.checkpoint import CHECKPOINT_DIR, MEMORY_LOG, SUMS_FILE, CheckpointError
 from governed_broker.cli import main
 from governed_broker.runner import partial_dir, run_experiment
 from governed_broker.sim.model import FloodModel
@@ -80,6 +81,12 @@ TAMPERS = {
     "memory_deleted": (lambda o: (partial_dir(o) / "memory.sqlite").unlink(),
                        "memory.sqlite is missing"),
     "memory_row_edited": (_edit_memory, "memories in memory.sqlite"),
+    "memory_log_edited": (lambda o: _flip(partial_dir(o) / MEMORY_LOG, 40),
+                          "checkpoints/memory.jsonl differ from"),
+    "memory_log_cut": (lambda o: (partial_dir(o) / MEMORY_LOG).write_bytes(
+        (partial_dir(o) / MEMORY_LOG).read_bytes()[:100]), "fewer than"),
+    "memory_log_deleted": (lambda o: (partial_dir(o) / MEMORY_LOG).unlink(),
+                           "checkpoints/memory.jsonl is missing"),
 }
 
 
@@ -112,6 +119,21 @@ def test_leftover_rows_beyond_the_checkpoint_still_resume_identically(
     assert main(args) == 0
     for name in OUTPUTS:
         assert (out / name).read_bytes() == (reference / name).read_bytes()
+
+
+def test_a_checkpoint_of_another_format_is_refused(interrupted, capsys) -> None:
+    out, args = interrupted
+    _edit_json(_checkpoint(out) / "state.json", lambda d: d.pop("format"))
+    sums = _checkpoint(out) / SUMS_FILE  # an honest file of another version: digests agree
+    _edit_json(sums, lambda d: d.update({"state.json": _sha256(_checkpoint(out) / "state.json")}))
+    before = _snapshot(partial_dir(out))
+    assert main(args) == 2
+    assert "written by another version of governed_broker" in capsys.readouterr().err
+    assert _snapshot(partial_dir(out)) == before
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _llm_settings(repo_root: Path) -> list[str]:

@@ -22,10 +22,11 @@ FLOORS: dict[str, int] = {
     "sim": 3, "cognition": 3, "rag": 3,
     "broker": 4,
     "checkpoint": 5, "run_dir": 5,
-    "runner": 6,
-    "sweep": 7, "analysis": 7, "validity": 7, "docgen": 7,
-    "calibration": 8, "explore": 8,
-    "cli": 9,
+    "validity": 6,
+    "runner": 7,
+    "sweep": 8, "analysis": 8, "docgen": 8,
+    "calibration": 9, "explore": 9,
+    "cli": 10,
 }
 
 

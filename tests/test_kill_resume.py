@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from governed_broker.checkpoint import CheckpointError, latest_checkpoint
 from governed_broker.run_dir import lock_path
 from governed_broker.runner import partial_dir, run_experiment
 
@@ -101,6 +102,62 @@ def test_governed_llm_run_survives_random_kills(experiments, tmp_path, repo_root
     expected = [json.loads(line)["executed_action"]
                 for line in (reference / "decisions.jsonl").read_text().splitlines()]
     assert decided == expected
+
+
+def _kill_after_checkpoint(args: list[str], out: Path, year: int) -> None:
+    """Start ``args`` and SIGKILL it as soon as the checkpoint of ``year`` (or a later one) is
+    on disk."""
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            ckpt = latest_checkpoint(partial_dir(out))
+        except CheckpointError:  # read while the run replaced it: look again
+            continue
+        if ckpt is not None and ckpt.year >= year:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.stderr.read().decode()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_a_30_year_governed_run_killed_twice_resumes_identically(experiments, tmp_path,
+                                                                 repo_root) -> None:
+    """Thirty years of memories, reflections and governed decisions: killed after year 10 and
+    again after year 25, the resumed run replays 25 years of the memory log and ends with the
+    files of an uninterrupted run."""
+    llm = {"backend": "scripted", "model": "resume",
+           "script": str(repo_root / "tests" / "fixtures" / "scripted_resume.yaml"),
+           "cache": {"mode": "off"}}
+    settings = ["years=30", "population.size=40", "memory.engine=humancentric",
+                "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
+                "hazard.zones.high.annual_probability=0.4"]
+    reference = run_experiment(experiments.config(settings), tmp_path / "reference",
+                               progress=False).out_dir
+    out = tmp_path / "killed"
+    args = _args(experiments.write(experiments.data(), "kill.yaml"), out, settings)
+    for year in (10, 25):
+        _kill_after_checkpoint(args, out, year)
+        assert not out.exists(), "the run finished before it could be killed"
+    subprocess.run(args, cwd=ROOT, check=True, capture_output=True)
+    assert json.loads((out / "manifest.json").read_text())["resumed_from_year"] >= 25
+    for name in (*OUTPUTS, "memories/1.md", "memories/40.md"):
+        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+    for name in ("decisions.jsonl", "reflections.jsonl"):
+        assert _audit(out / name) == _audit(reference / name), name
+
+
+def _audit(path: Path) -> list[dict]:
+    """Audit records without what differs between processes (timings, cache flags)."""
+    volatile = {"latency_s", "cached", "cache_hits", "llm"}
+
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items() if k not in volatile}
+        return [clean(v) for v in value] if isinstance(value, list) else value
+
+    return [clean(json.loads(line)) for line in path.read_text().splitlines()]
 
 
 #: Runs the CLI with one function replaced by a SIGKILL of the process itself (argv: steps

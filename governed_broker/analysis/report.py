@@ -33,7 +33,9 @@ from governed_broker.analysis.plots import (
 from governed_broker.analysis.replicates import summarise_replicates
 from governed_broker.analysis.sensitivity import OUTCOMES, run_outcomes, sobol_indices
 from governed_broker.analysis.summary import summarise_run
+from governed_broker.analysis.validity_report import card_section, read_card, run_section
 from governed_broker.analysis.version import METRIC_VERSION
+from governed_broker.validity.store import CARD_FILE
 
 REPORT_FILE = "report.html"
 #: Where ``governed-broker explore DIR`` serves by default (the explorer's first free port);
@@ -205,11 +207,24 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None,
             _table(pd.DataFrame([s.label_changes]))]),
         "<h2>Decision diversity (normalised entropy of executed actions)</h2>",
         f"<p>All years pooled: {s.entropy_overall:.3f}</p>", _table(s.entropy),
+        *run_section(run, _table, _figure),
         "<h2>Manifest</h2>",
         f"<pre>{html.escape(json.dumps(run.manifest, indent=2, sort_keys=True))}</pre>"
         if run.manifest else "<p>No manifest.json in this run directory.</p>",
     ]
     return _page(f"Run report: {run.run_id}", body)
+
+
+def _figure(fig, alt: str) -> str:
+    return _img(figure_to_png(fig), alt)
+
+
+def validity_report_html(path: Path | str) -> str:
+    """HTML text of the page of a ``validate`` output directory (its card alone)."""
+    card = read_card(Path(path))
+    assert card is not None
+    return _page(f"Validity card: {Path(path).name}",
+                 ["<h2>Behavioural validity</h2>", *card_section(card, _table, _figure)])
 
 
 def _sweep_groups(outcomes: pd.DataFrame, parameters: list[str]) -> str | None:
@@ -263,7 +278,8 @@ def write_report(
     """Write the HTML report of a run or sweep directory.
 
     Args:
-        path: A run directory or a sweep directory (detected by ``sweep_runs.csv``).
+        path: A run directory, a sweep directory (detected by ``sweep_runs.csv``) or a
+            ``validate`` output directory (a ``validity_card.json`` and no agent table).
         out: Output HTML file (default: ``<path>/report.html``).
         benchmarks: Benchmarks YAML (default: ``configs/benchmarks.yaml``).
         targets: Hindcast targets for a run (default: its ``calibration.targets``, if any).
@@ -277,10 +293,16 @@ def write_report(
     from tqdm import tqdm
 
     sweep = is_sweep_dir(path)
-    with tqdm(total=None if sweep else 5, desc="report", unit="step",
+    card_only = (not sweep and (path / CARD_FILE).is_file()
+                 and not (path / "agents_yearly.csv").exists())
+    with tqdm(total=None if sweep or card_only else 5, desc="report", unit="step",
               disable=not (progress and sys.stderr.isatty())) as bar:
-        text = (sweep_report_html(path, bench, bar) if sweep
-                else run_report_html(path, bench, targets, bar))
+        if sweep:
+            text = sweep_report_html(path, bench, bar)
+        elif card_only:
+            text = validity_report_html(path)
+        else:
+            text = run_report_html(path, bench, targets, bar)
     target = Path(out) if out is not None else path / REPORT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from governed_broker.broker.cohort import CohortBroker
 from governed_broker.broker.governed import GovernedBroker, RequestSettings
 from governed_broker.broker.rules import RuleSet
 from governed_broker.broker.skills import SkillRegistry
@@ -19,6 +20,7 @@ from governed_broker.llm.base import LLMBackend
 #: Files the broker writes into the run directory.
 DECISIONS_FILE = "decisions.jsonl"
 REFLECTIONS_FILE = "reflections.jsonl"
+COHORTS_FILE = "cohorts.jsonl"
 CALL_LOG_FILE = "llm_calls.sqlite"
 
 
@@ -36,6 +38,23 @@ def governance_rules(experiment: ResolvedExperiment) -> tuple[SkillRegistry, Gov
             )
         rules = GovernanceRules()
     return registry, rules
+
+
+def build_context(experiment: ResolvedExperiment,
+                  knowledge: KnowledgeProvider | None = None) -> ContextBuilder:
+    """The context builder of an experiment: its prompt templates, its actions' descriptions,
+    its appraisal scale and the prompt limits of ``governance.context`` (no LLM needed)."""
+    config, ctx = experiment.config, experiment.config.governance.context
+    registry = SkillRegistry.from_actions(experiment.domain.actions)
+    return ContextBuilder.from_dir(
+        config.resolve_path(ctx.prompts_dir),
+        registry.descriptions(),
+        experiment.domain.pmt_labels,
+        token_budget=ctx.token_budget,
+        max_memories=ctx.max_memories,
+        max_reason_chars=ctx.max_reason_chars,
+        knowledge=knowledge,
+    )
 
 
 def _knowledge(config: ExperimentConfig, backend: LLMBackend) -> Any:
@@ -85,17 +104,8 @@ def build_decision_maker(
         )
     if knowledge is None:
         knowledge = _knowledge(config, backend)
-    ctx = config.governance.context
-    prompts_dir = config.resolve_path(ctx.prompts_dir)
-    context = ContextBuilder.from_dir(
-        prompts_dir,
-        registry.descriptions(),
-        scale,
-        token_budget=ctx.token_budget,
-        max_memories=ctx.max_memories,
-        max_reason_chars=ctx.max_reason_chars,
-        knowledge=knowledge,
-    )
+    context = build_context(experiment, knowledge)
+    prompts_dir = config.resolve_path(config.governance.context.prompts_dir)
     run_id = experiment.run_id
     reflection = None
     if config.reflection.enabled:
@@ -109,7 +119,12 @@ def build_decision_maker(
             num_ctx=config.llm.num_ctx,
             log_path=run_dir / REFLECTIONS_FILE,
         )
-    return GovernedBroker(
+    kwargs: dict[str, Any] = {}
+    klass: type[GovernedBroker] = GovernedBroker
+    if config.cohort.enabled:
+        klass = CohortBroker
+        kwargs = {"cohort": config.cohort, "cohort_log_path": run_dir / COHORTS_FILE}
+    return klass(
         backend,
         context,
         registry,
@@ -124,4 +139,5 @@ def build_decision_maker(
         ),
         audit_path=run_dir / DECISIONS_FILE,
         reflection=reflection,
+        **kwargs,
     )

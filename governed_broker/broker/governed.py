@@ -56,6 +56,7 @@ class _Conversation:
     situation: HouseholdSituation
     prompt: Prompt
     messages: list[dict[str, str]]
+    seed_path: tuple[Any, ...]  # request seeds: child_seed(seed, *seed_path, attempt)
     attempts: list[dict[str, Any]] = field(default_factory=list)
     retries: dict[str, int] = field(default_factory=lambda: {"format": 0, "governance": 0})
     first_proposal: str | None = None
@@ -65,7 +66,8 @@ class _Conversation:
     next_kind: str = "initial"
 
 
-def _state_before(s: HouseholdSituation) -> dict[str, Any]:
+def state_before(s: HouseholdSituation) -> dict[str, Any]:
+    """What the audit records of a household's situation before its decision."""
     return {
         "tenure": s.tenure,
         "flood_zone": s.flood_zone,
@@ -133,6 +135,7 @@ class GovernedBroker:
     def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         """Decide for every household of one year (concurrently); results in input order."""
         decisions = self._loop.run(self.adecide(situations))
+        self.backend.flush()
         if self._audit is not None:
             self._audit.write_many(d.audit for d in decisions)
         return decisions
@@ -141,6 +144,7 @@ class GovernedBroker:
         """Run the reflection engine (when configured) over the households."""
         if self.reflection is not None:
             self._loop.run(self.reflection.areflect_due(households, year))
+            self.backend.flush()
 
     def provenance(self) -> dict[str, Any]:
         """The model's identity and this process's call and cache statistics (and the
@@ -175,15 +179,25 @@ class GovernedBroker:
             raise eg.exceptions[0] from None
         return [t.result() for t in tasks]
 
-    async def decide_one(self, situation: HouseholdSituation) -> Decision:
-        """The full context -> LLM -> parse -> validate -> retry loop for one household."""
+    async def decide_one(self, situation: HouseholdSituation,
+                         sample: int | None = None) -> Decision:
+        """The full context -> LLM -> parse -> validate -> retry loop for one household.
+
+        Args:
+            situation: The household's situation.
+            sample: In cohort mode, which of the cohort's conversations this is: its request
+                seeds derive from (seed, "cohort", agent, year, sample, attempt) instead of
+                (seed, "decision", agent, year, attempt).
+        """
         if self.fallback_action not in situation.allowed_actions:
             raise ValueError(
                 f"household {situation.agent_id}: the fallback action {self.fallback_action!r} "
                 f"is not among its allowed actions {situation.allowed_actions}"
             )
         prompt = await self.context.abuild(situation)
-        conv = _Conversation(situation, prompt, [dict(m) for m in prompt.messages])
+        seed_path = (("decision", situation.agent_id, situation.year) if sample is None else
+                     ("cohort", situation.agent_id, situation.year, sample))
+        conv = _Conversation(situation, prompt, [dict(m) for m in prompt.messages], seed_path)
         status = await self._converse(conv)
         return self._finish(conv, status)
 
@@ -222,13 +236,12 @@ class GovernedBroker:
             self._reask(conv, "governance", response, feedback)
 
     async def _ask(self, conv: _Conversation) -> LLMResponse:
-        s = conv.situation
         attempt = len(conv.attempts)
         request = LLMRequest.of(
             conv.messages,
             json_schema=conv.prompt.json_schema,
             temperature=self.request.temperature,
-            seed=child_seed(self.seed, "decision", s.agent_id, s.year, attempt),
+            seed=child_seed(self.seed, *conv.seed_path, attempt),
             max_tokens=self.request.max_tokens,
             num_ctx=self.request.num_ctx,
             tag="decision",
@@ -238,12 +251,11 @@ class GovernedBroker:
     def _attempt_record(
         self, conv: _Conversation, response: LLMResponse, result: ParseResult
     ) -> dict[str, Any]:
-        s = conv.situation
         attempt = len(conv.attempts)
         record = {
             "attempt": attempt,
             "kind": conv.next_kind,
-            "seed": child_seed(self.seed, "decision", s.agent_id, s.year, attempt),
+            "seed": child_seed(self.seed, *conv.seed_path, attempt),
             "raw": response.text,
             "parsed": result.reply.to_json() if result.reply is not None else None,
             "repairs": list(result.repairs),
@@ -352,7 +364,7 @@ class GovernedBroker:
             "memory_fidelity": list(p.memory_fidelity),
             "knowledge_sources": list(p.knowledge_sources),
             "knowledge_retrieval": p.knowledge_retrieval,
-            "state_before": _state_before(s),
+            "state_before": state_before(s),
             "allowed_actions": list(s.allowed_actions),
             "action_costs_usd": dict(s.action_costs_usd),
             "affordable": dict(s.affordable),

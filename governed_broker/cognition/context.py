@@ -11,7 +11,6 @@ the reply format. All wording comes from ``configs/prompts/household.yaml``.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -25,6 +24,7 @@ from governed_broker.config.agent_types import PMTLabels
 from governed_broker.config.base import ConfigError
 from governed_broker.config.templates import TemplateSet, load_templates
 from governed_broker.contracts.decision import HouseholdSituation, Remembered
+from governed_broker.llm.jsontext import messages_json, schema_json
 
 #: Characters per token used for budget estimates (the lineage's guard used the same ratio).
 CHARS_PER_TOKEN = 4
@@ -159,6 +159,7 @@ class ContextBuilder:
         self.max_reason_chars = max_reason_chars
         self.knowledge = knowledge
         self._trust_words = self._check_trust_words(templates)
+        self._schemas: dict[tuple[str, ...], Mapping[str, Any]] = {}
 
     @classmethod
     def from_dir(
@@ -223,10 +224,8 @@ class ContextBuilder:
             {"role": "system", "content": self.system},
             {"role": "user", "content": user},
         )
-        schema = decision_json_schema(
-            situation.allowed_actions, self.scale.labels, self.max_reason_chars
-        )
-        chars = sum(len(m["content"]) for m in messages) + len(json.dumps(schema))
+        schema = self._schema(situation.allowed_actions)
+        chars = sum(len(m["content"]) for m in messages) + len(schema_json(schema, "ascii"))
         tokens = math.ceil(chars / CHARS_PER_TOKEN)
         if tokens > self.token_budget:
             raise ContextBudgetError(
@@ -236,9 +235,10 @@ class ContextBuilder:
                 f"(and llm.num_ctx), or show fewer memories (governance.context.max_memories) "
                 f"or knowledge chunks (rag.top_k)"
             )
-        digest = hashlib.sha256(
-            json.dumps([messages, schema], sort_keys=True).encode("utf-8")
-        ).hexdigest()
+        # json.dumps([messages, schema], sort_keys=True), written from its encoded parts
+        text = "[" + messages_json(messages, "sorted_ascii") + ", " + \
+            schema_json(schema, "sorted_ascii") + "]"
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return Prompt(
             messages=messages,
             json_schema=schema,
@@ -249,6 +249,15 @@ class ContextBuilder:
             estimated_tokens=tokens,
             knowledge_retrieval=retrieval,
         )
+
+    def _schema(self, allowed: tuple[str, ...]) -> Mapping[str, Any]:
+        """The reply schema of an allowed set, one object per set (never changed: requests and
+        the JSON encoders rely on it)."""
+        schema = self._schemas.get(allowed)
+        if schema is None:
+            schema = self._schemas[allowed] = decision_json_schema(
+                allowed, self.scale.labels, self.max_reason_chars)
+        return schema
 
     def feedback_governance(self, issues: Sequence[tuple[str, str]]) -> str:
         """The re-ask message for blocked proposals: ``(rule id, message)`` pairs."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from governed_broker.config.templates import TemplateSet, load_templates
 from governed_broker.contracts.decision import ReflectionTarget, Remembered
 from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
+from governed_broker.llm.jsontext import messages_json
 from governed_broker.seeding import child_seed
 
 
@@ -165,6 +165,42 @@ class ReflectionEngine:
             self._log.write_many(records)
         return records
 
+    async def areflect_shared(
+        self, groups: Sequence[Sequence[ReflectionTarget]], year: int
+    ) -> list[dict[str, Any]]:
+        """Reflect once per group (cohort mode): the group's first household by agent id
+        reflects on its memories of the year, and its insights are stored in every member.
+
+        Returns:
+            The ``reflections.jsonl`` records, one per household in agent order; a member's
+            is the representative's with its own ``agent_id`` and ``insight_ids`` and a
+            ``cohort`` entry ``{"representative", "size"}``.
+        """
+        semaphore = asyncio.Semaphore(max(1, int(self.backend.max_concurrency)))
+        ordered = [sorted(g, key=lambda t: t.agent_id) for g in groups if g]
+
+        async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:
+            async with semaphore:
+                return await self._reflect_one(target, year)
+
+        results = await asyncio.gather(*(one(g[0]) for g in ordered))
+        records = []
+        for group, (record, insights) in zip(ordered, results, strict=True):
+            cohort = {"representative": group[0].agent_id, "size": len(group)}
+            weight = record.get("salience", 1.0)
+            for target in group:
+                # the source memories are the representative's: members get the lesson at
+                # their salience but name no memory ids of another household
+                sources = tuple(record["memory_ids"]) if target is group[0] else ()
+                stored = [target.engine.add_insight(text, year, salience=weight, sources=sources)
+                          for text in insights]
+                records.append({**record, "agent_id": target.agent_id,
+                                "insight_ids": [m.id for m in stored], "cohort": cohort})
+        records.sort(key=lambda r: r["agent_id"])
+        if self._log is not None:
+            self._log.write_many(records)
+        return records
+
     def close(self) -> None:
         """Close ``reflections.jsonl``."""
         if self._log is not None:
@@ -199,8 +235,9 @@ class ReflectionEngine:
                           insights=[], rejected=[])
             return record, []
         base = self._messages(target, year, memories)
+        # json.dumps(base, sort_keys=True), the system message encoded once per run
         record["context_hash"] = hashlib.sha256(
-            json.dumps(base, sort_keys=True).encode("utf-8")).hexdigest()
+            messages_json(base, "sorted_ascii").encode("utf-8")).hexdigest()
         messages, attempts = base, []
         for attempt in range(self.config.max_parse_retries + 1):
             response, cleaned = (await self._ask(messages, target.agent_id, year,

@@ -377,3 +377,4 @@ class GovernanceRules(StrictModel):
                 continue
             blocked.update(rule.actions)
         return blocked
+

@@ -14,10 +14,12 @@ from pydantic import Field, PrivateAttr, field_validator
 from governed_broker.config.base import StrictModel
 from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
 from governed_broker.config.calibration import CalibrationConfig
+from governed_broker.config.cohort import CohortConfig
 from governed_broker.config.limits import RunLimits
 from governed_broker.config.llm import LLMConfig
 from governed_broker.config.memory import MemoryConfig
 from governed_broker.config.sweep import SweepConfig
+from governed_broker.config.validity import ValidityConfig
 from governed_broker.config.world import (
     DamageConfig,
     DecisionConfig,
@@ -57,9 +59,11 @@ class ExperimentConfig(StrictModel):
         llm: The language model (needed when ``decision.maker`` is ``llm``).
         governance: Rule profile, retries and prompt templates of the governed broker.
         reflection: Yearly reflection (LLM runs).
+        cohort: Cohort mode for basin-size populations (LLM runs; off by default).
         rag: The knowledge base households may consult (LLM runs).
         outputs: Optional outputs: plots, progress bar, memory Markdown.
         limits: Sizes above which a run must be confirmed; not part of the run hash.
+        validity: The behavioural-validity battery and the gate on runs; not in the run hash.
         sweep: The parameter sweep built on this experiment (``governed-broker sweep``).
         calibration: The targets ``governed-broker calibrate`` scores the sweep against.
     """
@@ -87,9 +91,11 @@ class ExperimentConfig(StrictModel):
     llm: LLMConfig | None = None
     governance: GovernanceConfig = GovernanceConfig()
     reflection: ReflectionConfig = ReflectionConfig()
+    cohort: CohortConfig = CohortConfig()
     rag: RAGConfig = RAGConfig()
     outputs: OutputConfig = OutputConfig()
     limits: RunLimits = RunLimits()
+    validity: ValidityConfig = ValidityConfig()
     sweep: SweepConfig | None = None
     calibration: CalibrationConfig | None = None
 

@@ -6,9 +6,10 @@ setting, and the *contents* of every input file (agent types, damage table, popu
 hazard schedule, prompt templates, knowledge documents, concepts graph, scripted replies).
 Settings that cannot change the outputs are left out (``OPERATIONAL``): the ``sweep`` block
 (it describes the ensemble, not the run), ``calibration`` (the targets runs are scored against),
-``limits`` (confirmation thresholds), the progress
-bar, and how the LLM is reached and waited for (hosts, timeouts, transport retries and their
-back-off, patience, health checks, model pulls, Ollama's keep-alive): following a timeout
+``limits`` (confirmation thresholds), ``validity`` (whether a run may start, not what it
+writes), ``cohort`` when it is off (runs hash as they did before cohort mode existed), the
+progress bar, and how the LLM is reached and waited for (hosts, timeouts, transport retries
+and their back-off, patience, health checks, model pulls, Ollama's keep-alive): following a timeout
 error's advice to raise ``llm.timeout_s`` must not make a partial run impossible to resume.
 Settings that may change a reply (model, sampling, context window, concurrency and threads,
 which can change numerics, the cache mode) stay in.
@@ -62,6 +63,7 @@ OPERATIONAL: dict[str, tuple[str, ...] | None] = {
     "sweep": None,
     "calibration": None,
     "limits": None,
+    "validity": None,
     "outputs": ("progress",),
     "llm": ("hosts", "timeout_s", "retries", "backoff_s", "backoff_max_s", "patience_s",
             "keep_alive", "health_check", "auto_pull"),
@@ -77,6 +79,8 @@ def run_settings(config: ExperimentConfig) -> dict:
         elif isinstance(settings.get(section), dict):
             for key in keys:
                 settings[section].pop(key, None)
+    if not settings.get("cohort", {}).get("enabled"):
+        settings.pop("cohort", None)  # off: runs hash as they did before cohort mode existed
     return settings
 
 

@@ -26,6 +26,7 @@ from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.memory import MEMORY_TEXTS
 from governed_broker.config.templates import load_templates
 from governed_broker.config.validation import allowed_keys, child_annotation, validate_model
+from governed_broker.config.validity import BATTERY_FILES
 from governed_broker.config.world import MAX_USD
 from governed_broker.config.yamlsafe import load_yaml_text, read_text_file, read_yaml
 
@@ -217,6 +218,9 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
         check_fixed_schedule(config, source, pop_zones)
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
+    if config.cohort.enabled and config.decision.maker != "llm":
+        raise ConfigError(f"{source}: field 'cohort.enabled': cohort mode groups the LLM's "
+                          f"conversations; decision.maker is {config.decision.maker!r}")
     check_input_files(config, source)
     # the population was counted above: the cost estimate need not read the CSV again
     check_run_limits(config, source, households=len(frame) if config.population.file else None)
@@ -271,6 +275,11 @@ def check_input_files(config: ExperimentConfig, source: Path) -> None:
                 read["reflection.yaml"].get("claims", []), str(prompts / "reflection.yaml")))
     if llm and config.llm is not None:
         check_llm_files(config, source)
+    if llm and config.validity.gate != "off":
+        battery = config.resolve_path(config.validity.battery_dir)
+        for name in BATTERY_FILES:
+            _readable(source, "validity.battery_dir", battery / name, "validity battery file",
+                      dict)
     if llm and config.rag.enabled:
         docs = config.resolve_path(config.rag.knowledge_dir)
         if not docs.is_dir():
@@ -309,16 +318,25 @@ def check_llm_files(config: ExperimentConfig, source: Path) -> None:
 
 
 def _check_script(source: Path, path: Path) -> None:
-    """A scripted backend's rules: a list of ``{pattern, reply, times}`` mappings."""
+    """A scripted backend's rules: a list of ``{pattern, reply or choices, times}`` mappings
+    (``choices``: ``{weight, reply}`` mappings with positive weights, drawn by request seed)."""
     rules = _readable(source, "llm.script", path, "scripted-backend rules file", list)
     for index, rule in enumerate(rules):
         times = rule.get("times") if isinstance(rule, dict) else None
-        if not isinstance(rule, dict) or set(rule) - {"pattern", "reply", "times"} or \
-                not {"pattern", "reply"} <= set(rule) or \
-                (times is not None and (type(times) is not int or times < 1)):
+        if not isinstance(rule, dict) or set(rule) - {"pattern", "reply", "choices", "times"} \
+                or "pattern" not in rule or ("reply" in rule) == ("choices" in rule) or \
+                (times is not None and (type(times) is not int or times < 1)) or \
+                ("choices" in rule and not _weighted(rule["choices"])):
             raise ConfigError(
                 f"{source}: field 'llm.script': {path}: rule {index} must be a mapping with "
-                "keys pattern and reply, and optionally times (a whole number >= 1)")
+                "keys pattern and reply (or choices: a list of {weight, reply} with positive "
+                "weights), and optionally times (a whole number >= 1)")
+
+
+def _weighted(choices: Any) -> bool:
+    return isinstance(choices, list) and bool(choices) and all(
+        isinstance(c, dict) and set(c) == {"weight", "reply"} and type(c["weight"]) in (int, float)
+        and c["weight"] > 0 for c in choices)
 
 
 def _check_model_file(source: Path, path: Path) -> None:

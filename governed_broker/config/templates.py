@@ -33,16 +33,45 @@ class TemplateSet:
     templates: Mapping[str, string.Template]
     extra: Mapping[str, Any]
 
+    def __post_init__(self) -> None:
+        # each template split once into literal text and placeholder names: rendering joins
+        # them (prompts render dozens of templates per household and year)
+        object.__setattr__(self, "_parts", {k: _split(t) for k, t in self.templates.items()})
+
     def render(self, key: str, **values: Any) -> str:
-        """Fill template ``key`` with ``values`` (every placeholder must be given)."""
+        """Fill template ``key`` with ``values`` (every placeholder must be given); the result
+        is ``string.Template.substitute``'s."""
+        parts = self._parts[key]
         try:
-            return self.templates[key].substitute({k: str(v) for k, v in values.items()})
+            if isinstance(parts, str):
+                return parts
+            return "".join([str(values[p]) if named else p for named, p in parts])
         except KeyError as exc:  # a caller bug, not a user error: say which
             raise KeyError(f"{self.path}: template {key!r} needs value {exc}") from None
 
     def text(self, key: str) -> str:
         """The literal text of a template without placeholders."""
         return self.render(key)
+
+
+def _split(template: string.Template) -> str | tuple[tuple[bool, str], ...]:
+    """A template as ``(is placeholder, literal text or name)`` parts, or its text when it has
+    no placeholders (``$$`` is a literal dollar)."""
+    text, parts, pos = template.template, [], 0
+    for match in template.pattern.finditer(text):
+        parts.append((False, text[pos:match.start()]))
+        name = match.group("named") or match.group("braced")
+        if name is not None:
+            parts.append((True, name))
+        elif match.group("escaped") is not None:
+            parts.append((False, template.delimiter))
+        else:
+            raise ValueError(f"invalid placeholder in template at character {match.start()}")
+        pos = match.end()
+    parts.append((False, text[pos:]))
+    if not any(named for named, _ in parts):
+        return "".join(p for _, p in parts)
+    return tuple(p for p in parts if p[0] or p[1])
 
 
 def load_templates(

@@ -27,6 +27,9 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"audit value of type {type(value).__name__} is not JSON-serialisable")
 
 
+_UTF8 = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+_ASCII = json.JSONEncoder(ensure_ascii=True, default=_json_default)
+
 #: JSON escapes for the characters other than ``\n`` at which ``str.splitlines`` (and
 #: JavaScript) break a line; raw, they would cut a JSON line in two for such readers.
 _LINE_SAFE = {c: f"\\u{c:04x}" for c in (0x0B, 0x0C, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
@@ -39,11 +42,11 @@ def to_json_line(record: Mapping[str, Any]) -> str:
     string still hold a lone surrogate, which UTF-8 cannot store, the line is written with
     ASCII escapes instead, so the writer never fails on any string.
     """
-    line = json.dumps(record, ensure_ascii=False, default=_json_default)
+    line = _UTF8.encode(record)
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:
-        line = json.dumps(record, ensure_ascii=True, default=_json_default)
+        line = _ASCII.encode(record)
     # characters that some line readers split at: escaped (they only occur inside strings)
     return line.translate(_LINE_SAFE)
 

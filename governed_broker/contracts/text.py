@@ -28,6 +28,8 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 # of JSON lines (str.splitlines, JavaScript) split a line at them.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LINE_BREAKS = re.compile("\r\n|[\r\u2028\u2029]")
+#: Any character one of the three above would change (most texts have none).
+_ANY_CHANGE = re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def clean_text(text: str, max_chars: int = MAX_REPLY_CHARS) -> tuple[str, list[str]]:
@@ -44,6 +46,8 @@ def clean_text(text: str, max_chars: int = MAX_REPLY_CHARS) -> tuple[str, list[s
     Returns:
         ``(clean text, notes)``; each note says what was changed, for the audit.
     """
+    if isinstance(text, str) and len(text) <= max_chars and not _ANY_CHANGE.search(text):
+        return text, []
     notes: list[str] = []
     if not isinstance(text, str):
         notes.append(f"reply of type {type(text).__name__} converted to text")
@@ -109,9 +113,11 @@ def loads_bounded(text: str, *, max_chars: int = MAX_REPLY_CHARS,
     """
     if len(text) > max_chars:
         raise ValueError(f"reply of {len(text)} characters exceeds {max_chars}")
-    depth = nesting_depth(text)
-    if depth > max_depth:
-        raise ValueError(f"reply nested {depth} levels deep; at most {max_depth} are parsed")
+    # no deeper than it has opening brackets: most replies need no scan
+    if text.count("[") + text.count("{") > max_depth:
+        depth = nesting_depth(text)
+        if depth > max_depth:
+            raise ValueError(f"reply nested {depth} levels deep; at most {max_depth} are parsed")
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError as exc:  # pragma: no cover - the depth check comes first

@@ -123,6 +123,10 @@ class LLMBackend:
         """Synchronous ``aclose``."""
         asyncio.run(self.aclose())
 
+    def flush(self) -> None:
+        """Write what the backend holds back to write in batches (the response cache's and the
+        call log's rows); the broker calls it at the end of each phase of a year."""
+
     def stats(self) -> dict[str, Any]:
         """Counters for the run manifest (cache hits/misses, calls); empty for bare backends."""
         return {}

@@ -18,9 +18,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from governed_broker.llm.base import LLMError, LLMRequest, LLMResponse
+from governed_broker.llm.jsontext import ENCODERS, messages_json, schema_json
 
 CacheMode = Literal["readwrite", "readonly", "off"]
 KEY_VERSION = 1
+#: Replies are written in batches: a reply is written at once unless the last write was less
+#: than FLUSH_SECONDS ago; then it waits for the next write (at most FLUSH_ROWS wait) or
+#: ``flush`` (the broker's end of a phase). A killed process loses at most the waiting ones.
+FLUSH_ROWS, FLUSH_SECONDS = 512, 1.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -34,35 +39,39 @@ CREATE TABLE IF NOT EXISTS responses (
 
 def canonical_json(value: Any) -> str:
     """Deterministic JSON (sorted keys, no whitespace, UTF-8 kept) used for hashing."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return ENCODERS["canonical"].encode(value)
 
 
 def cache_key(backend_kind: str, model_id: str, request: LLMRequest) -> str:
-    """The cache key of a request sent to a backend/model (hex sha256)."""
-    document = {
-        "v": KEY_VERSION,
-        "backend": backend_kind,
-        "model": model_id,
-        "messages": [dict(m) for m in request.messages],
-        "schema": request.json_schema,
-        "options": {
-            "temperature": request.temperature,
-            "seed": request.seed,
-            "max_tokens": request.max_tokens,
-            "num_ctx": request.num_ctx,
-        },
-    }
-    return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
+    """The cache key of a request sent to a backend/model (hex sha256).
+
+    It is the sha256 of ``canonical_json`` of the document ``{"v": KEY_VERSION, "backend",
+    "model", "messages", "schema", "options": {temperature, seed, max_tokens, num_ctx}}``,
+    written out piece by piece in sorted-key order so that the system message and the schema,
+    the same in most calls, are encoded once (``llm.jsontext``).
+    """
+    options = canonical_json({"temperature": request.temperature, "seed": request.seed,
+                              "max_tokens": request.max_tokens, "num_ctx": request.num_ctx})
+    text = "".join((
+        '{"backend":', canonical_json(backend_kind),
+        ',"messages":', messages_json(request.messages, "canonical"),
+        ',"model":', canonical_json(model_id), ',"options":', options,
+        ',"schema":', schema_json(request.json_schema, "canonical"),
+        ',"v":', canonical_json(KEY_VERSION), "}"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 #: ``extra`` keys that describe one call, not the reply (left out of cached payloads).
 _PER_CALL = ("transport_retries", "transport_wait_s")
 
 
+# ASCII escapes: a reply may hold lone surrogates, which SQLite's UTF-8 text cannot store;
+# the escaped JSON keeps the reply exactly as the backend gave it.
+_PAYLOAD = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def _payload_of(response: LLMResponse) -> str:
-    # ASCII escapes: a reply may hold lone surrogates, which SQLite's UTF-8 text cannot store;
-    # the escaped JSON keeps the reply exactly as the backend gave it.
-    return json.dumps(
+    return _PAYLOAD.encode(
         {
             "text": response.text,
             "parsed": response.parsed,
@@ -73,9 +82,7 @@ def _payload_of(response: LLMResponse) -> str:
             "model": response.model,
             # what this call's transport cost is not part of the reply a cache hit gives again
             "extra": {k: v for k, v in response.extra.items() if k not in _PER_CALL},
-        },
-        sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-    )
+        })
 
 
 def _checksum(payload: str) -> str:
@@ -89,7 +96,9 @@ class ResponseCache:
         path: SQLite file (parent directories are created in ``readwrite`` mode).
         mode: ``readwrite``, ``readonly`` (the file must exist; nothing is written) or ``off``.
 
-    Counters (``hits``, ``misses``, ``corrupt``, ``writes``) feed the run manifest.
+    Counters (``hits``, ``misses``, ``corrupt``, ``writes``) feed the run manifest. New replies
+    are stored in batches (``FLUSH_ROWS``, ``FLUSH_SECONDS``; ``flush``, ``close``) and answer
+    ``get`` while they wait.
     """
 
     def __init__(self, path: Path | str, mode: CacheMode = "readwrite") -> None:
@@ -100,6 +109,8 @@ class ResponseCache:
         self.hits = self.misses = self.corrupt = self.writes = 0
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._pending: dict[str, tuple[str, str, float]] = {}  # key -> payload, checksum, time
+        self._flushed = float("-inf")  # monotonic time of the last write
         if mode != "off":
             self._conn = self._open()
 
@@ -137,7 +148,7 @@ class ResponseCache:
             return None
         start = time.perf_counter()
         with self._lock:
-            row = self._conn.execute(
+            row = self._pending.get(key) or self._conn.execute(
                 "SELECT payload, checksum FROM responses WHERE key = ?", (key,)
             ).fetchone()
         if row is None:
@@ -190,14 +201,27 @@ class ResponseCache:
         if self.mode != "readwrite" or self._conn is None or response.cached:
             return
         payload = _payload_of(response)
+        now = time.monotonic()
         with self._lock:
-            self._conn.execute(
+            self._pending[key] = (payload, _checksum(payload), time.time())
+            due = len(self._pending) >= FLUSH_ROWS or now - self._flushed >= FLUSH_SECONDS
+        self.writes += 1
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the replies waiting to be stored (one transaction)."""
+        with self._lock:
+            if not self._pending or self._conn is None:
+                return
+            self._conn.executemany(
                 "INSERT OR REPLACE INTO responses (key, payload, checksum, created_at) "
                 "VALUES (?, ?, ?, ?)",
-                (key, payload, _checksum(payload), time.time()),
+                [(k, *v) for k, v in self._pending.items()],
             )
             self._conn.commit()
-        self.writes += 1
+            self._pending.clear()
+            self._flushed = time.monotonic()
 
     def stats(self) -> dict[str, Any]:
         """Counters and settings for the run manifest."""
@@ -211,7 +235,8 @@ class ResponseCache:
         }
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Store the waiting replies and close the database connection."""
+        self.flush()
         if self._conn is not None:
             with self._lock:
                 self._conn.close()

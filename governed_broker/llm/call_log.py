@@ -3,7 +3,9 @@
 Modelled on simonw/llm's logs database: one row per call with the prompt, the reply, token
 counts and wall-clock timing, so a run can report LLM time against framework time and every
 decision can be traced to the exact text the model produced. A run writes
-``<run_dir>/llm_calls.sqlite``.
+``<run_dir>/llm_calls.sqlite``. Rows are written in batches (``FLUSH_ROWS``, ``FLUSH_SECONDS``,
+and whenever the broker finishes a year's phase), so a killed process loses at most the calls
+of its last second.
 """
 
 from __future__ import annotations
@@ -11,11 +13,24 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from governed_broker.llm.base import LLMRequest, LLMResponse
+from governed_broker.llm.jsontext import messages_json, schema_json
+
+_EXTRA = json.JSONEncoder(ensure_ascii=False, default=str)
+#: A row is written at once unless the last write was less than FLUSH_SECONDS ago; then it
+#: waits for the next write (at most FLUSH_ROWS wait) or ``flush``.
+FLUSH_ROWS, FLUSH_SECONDS = 512, 1.0
+_INSERT = (
+    "INSERT INTO calls (started_at, tag, backend, model, cache_key, cached, ok, error, "
+    "latency_s, prompt_tokens, completion_tokens, seed, temperature, max_tokens, num_ctx, "
+    "messages_json, schema_json, response_text, extra_json, transport_retries, "
+    "transport_wait_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -70,6 +85,8 @@ class CallLog:
         self._conn.execute(_SCHEMA)
         self._add_missing_columns()
         self._conn.commit()
+        self._pending: list[tuple[Any, ...]] = []
+        self._flushed = float("-inf")  # monotonic time of the last write
 
     def _add_missing_columns(self) -> None:
         present = {row[1] for row in self._conn.execute("PRAGMA table_info(calls)")}
@@ -106,28 +123,34 @@ class CallLog:
             request.temperature,
             request.max_tokens,
             request.num_ctx,
-            _storable(json.dumps([dict(m) for m in request.messages], ensure_ascii=False)),
-            None if request.json_schema is None else json.dumps(request.json_schema),
+            _storable(messages_json(request.messages, "utf8")),
+            None if request.json_schema is None else schema_json(request.json_schema, "ascii"),
             None if response is None else _storable(response.text),
-            json.dumps(extra, ensure_ascii=False, default=str),
+            _EXTRA.encode(extra),
             # the transport cost of this call (retries, wall-clock seconds waited for a server)
             int(extra.get("transport_retries", 0)),
             float(extra.get("transport_wait_s", 0.0)),
         )
+        now = time.monotonic()
         with self._lock:
-            self._conn.execute(
-                "INSERT INTO calls (started_at, tag, backend, model, cache_key, cached, ok, "
-                "error, latency_s, prompt_tokens, completion_tokens, seed, temperature, "
-                "max_tokens, num_ctx, messages_json, schema_json, response_text, extra_json, "
-                "transport_retries, transport_wait_s) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
-            self._conn.commit()
+            self._pending.append(row)
+            due = len(self._pending) >= FLUSH_ROWS or now - self._flushed >= FLUSH_SECONDS
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the rows waiting (one transaction)."""
+        with self._lock:
+            if self._pending:
+                self._conn.executemany(_INSERT, self._pending)
+                self._conn.commit()
+                self._pending.clear()
+            self._flushed = time.monotonic()
 
     def summary(self) -> dict[str, Any]:
         """Totals for the manifest: calls, cached, errors, seconds in LLM calls, tokens, and
         the transport retries and seconds spent waiting for an unreachable server."""
+        self.flush()
         with self._lock:
             row = self._conn.execute(
                 "SELECT count(*), coalesce(sum(cached), 0), coalesce(sum(1 - ok), 0), "
@@ -149,7 +172,8 @@ class CallLog:
         }
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Write the rows waiting and close the database connection."""
+        self.flush()
         with self._lock:
             self._conn.close()
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import random
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from governed_broker.config.base import excerpt
 from governed_broker.config.llm import LLM_BACKENDS, LLMConfig
 from governed_broker.config.yamlsafe import read_yaml
-from governed_broker.llm.base import LLMBackend, LLMError
+from governed_broker.llm.base import LLMBackend, LLMError, LLMRequest
 from governed_broker.llm.cache import ResponseCache
 from governed_broker.llm.call_log import CallLog
 from governed_broker.llm.catalogue import default_model_name, get_model_spec
@@ -65,18 +68,36 @@ def build_scripted(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
         raise LLMError(f"llm.script {path}: expected a list of {{pattern, reply, times}} rules")
     rules = []
     for index, rule in enumerate(raw):
-        if not isinstance(rule, dict) or set(rule) - {"pattern", "reply", "times"} or (
-            "pattern" not in rule or "reply" not in rule
+        if not isinstance(rule, dict) or set(rule) - {"pattern", "reply", "choices", "times"} or (
+            "pattern" not in rule or ("reply" in rule) == ("choices" in rule)
         ):
             raise LLMError(
-                f"llm.script {path}: rule {index} must have keys pattern, reply and optionally "
-                f"times; got {excerpt(rule)}"
+                f"llm.script {path}: rule {index} must have keys pattern, reply or choices, and "
+                f"optionally times; got {excerpt(rule)}"
             )
-        rules.append(ScriptRule(str(rule["pattern"]), rule["reply"], rule.get("times")))
-    backend = ScriptedBackend(rules, name=cfg.model or path.stem)
+        reply = rule["reply"] if "reply" in rule else _sampled(path, index, rule["choices"])
+        rules.append(ScriptRule(str(rule["pattern"]), reply, rule.get("times")))
+    backend = ScriptedBackend(rules, name=cfg.model or path.stem, keep_calls=False)
     # the script's content is its model identity: two scripts never share cached replies
     backend.model_id += "@sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     return backend
+
+
+def _sampled(path: Path, index: int, choices: Any) -> Callable[[LLMRequest], Any]:
+    """A scripted reply drawn from weighted ``choices`` by the request's seed (the same seed
+    gives the same reply, as with a seeded model)."""
+    if not isinstance(choices, list) or not choices or any(
+            not isinstance(c, dict) or set(c) != {"weight", "reply"}
+            or not isinstance(c["weight"], int | float) or not c["weight"] > 0 for c in choices):
+        raise LLMError(f"llm.script {path}: rule {index}: choices must be a list of {{weight, "
+                       f"reply}} with positive weights; got {excerpt(choices)}")
+    replies = [c["reply"] for c in choices]
+    weights = [float(c["weight"]) for c in choices]
+
+    def draw(request: LLMRequest) -> Any:
+        return random.Random(request.seed).choices(replies, weights)[0]
+
+    return draw
 
 
 def build_ollama(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:

@@ -41,6 +41,8 @@ class ScriptedBackend(LLMBackend):
         name: Label in the model id, e.g. ``"always-insure"``.
         match_on: ``"last_user"`` (default) matches the last user message, ``"all"`` the whole
             conversation joined by newlines.
+        keep_calls: Keep every request in ``calls`` (tests inspect them; a run from a
+            configuration does not, so a long run does not hold every prompt in memory).
     """
 
     kind = "scripted"
@@ -52,11 +54,14 @@ class ScriptedBackend(LLMBackend):
         rules: Sequence[ScriptRule | tuple],
         name: str = "script",
         match_on: str = "last_user",
+        keep_calls: bool = True,
     ) -> None:
         self.rules = [r if isinstance(r, ScriptRule) else ScriptRule(*r) for r in rules]
         self.model_id = f"scripted:{name}"
         self.match_on = match_on
+        self.keep_calls = keep_calls
         self.calls: list[LLMRequest] = []
+        self._texts: dict[int, str] = {}  # rule index -> JSON text of its fixed reply
 
     def _prompt_text(self, request: LLMRequest) -> str:
         if self.match_on == "all":
@@ -64,14 +69,18 @@ class ScriptedBackend(LLMBackend):
         users = [m["content"] for m in request.messages if m.get("role") == "user"]
         return users[-1] if users else ""
 
-    def _reply_for(self, request: LLMRequest) -> Any:
+    def _reply_for(self, request: LLMRequest) -> str:
         text = self._prompt_text(request)
-        for rule in self.rules:
+        for index, rule in enumerate(self.rules):
             if rule.times is not None and rule.used >= rule.times:
                 continue
             if re.search(rule.pattern, text, flags=re.S):
                 rule.used += 1
-                return rule.reply(request) if callable(rule.reply) else rule.reply
+                if callable(rule.reply):
+                    return _text(rule.reply(request))
+                if index not in self._texts:
+                    self._texts[index] = _text(rule.reply)
+                return self._texts[index]
         raise LLMError(
             f"scripted backend {self.model_id!r}: no rule matches the prompt "
             f"(first 200 chars: {text[:200]!r}); add a rule for it"
@@ -79,9 +88,9 @@ class ScriptedBackend(LLMBackend):
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
         start = time.perf_counter()
-        self.calls.append(request)
-        reply = self._reply_for(request)
-        text = reply if isinstance(reply, str) else json.dumps(reply)
+        if self.keep_calls:
+            self.calls.append(request)
+        text = self._reply_for(request)
         parsed = None
         if request.json_schema is not None:
             parsed, _ = parse_json_reply(text)  # as a real backend parses: bounded, never raises
@@ -95,3 +104,7 @@ class ScriptedBackend(LLMBackend):
             backend=self.kind,
             model=self.model_id,
         )
+
+
+def _text(reply: Any) -> str:
+    return reply if isinstance(reply, str) else json.dumps(reply)

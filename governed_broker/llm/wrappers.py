@@ -45,6 +45,9 @@ class BackendWrapper(LLMBackend):
     async def aclose(self) -> None:
         await self.inner.aclose()
 
+    def flush(self) -> None:
+        self.inner.flush()
+
     def stats(self) -> dict[str, Any]:
         return self.inner.stats()
 
@@ -79,6 +82,10 @@ class CachedBackend(BackendWrapper):
         self.cache.close()
         await self.inner.aclose()
 
+    def flush(self) -> None:
+        self.cache.flush()
+        self.inner.flush()
+
     def stats(self) -> dict[str, Any]:
         return {**self.inner.stats(), "cache": self.cache.stats()}
 
@@ -110,6 +117,10 @@ class LoggedBackend(BackendWrapper):
     async def aclose(self) -> None:
         self.log.close()
         await self.inner.aclose()
+
+    def flush(self) -> None:
+        self.log.flush()
+        self.inner.flush()
 
     def stats(self) -> dict[str, Any]:
         return {**self.inner.stats(), "calls": self.log.summary()}

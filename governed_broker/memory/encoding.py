@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+_SEEN = 4096  # texts remembered; all are forgotten when full
 
 
 @dataclass(frozen=True)
@@ -18,6 +20,8 @@ class CategoryTable:
     weights: Mapping[str, float]
     patterns: Mapping[str, re.Pattern[str] | None]
     default: str
+    # texts classified lately (many memories repeat word for word across households)
+    _seen: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(
@@ -44,6 +48,14 @@ class CategoryTable:
 
     def classify(self, text: str) -> str:
         """The matching category with the highest weight, or the default."""
+        found = self._seen.get(text)
+        if found is None:
+            if len(self._seen) >= _SEEN:
+                self._seen.clear()
+            found = self._seen[text] = self._classify(text)
+        return found
+
+    def _classify(self, text: str) -> str:
         best, best_w = self.default, None
         for name, pattern in self.patterns.items():
             if pattern is not None and pattern.search(text):

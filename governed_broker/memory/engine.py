@@ -125,6 +125,18 @@ class HumanCentricMemoryEngine:
         self._new: list[MemoryItem] = []
         self._next_id = 0
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._reset_tracking()
+
+    def _reset_tracking(self) -> None:
+        """Start tracking changes afresh (``changes``) from the engine as it is now."""
+        self._mark = len(self._long)  # long-term items up to here were reported
+        self._touched: set[int] = set()  # reported long-term items changed since
+        self._dirty = False
+        # Long-term items whose fidelity may still change (None: not known, the next refresh
+        # visits all). An item found "gist" at a refresh stays gist as it ages
+        # (fidelity_for_age is monotone in age) until it is retrieved again.
+        self._fresh: list[int] | None = None
+        self._refreshed_year: float | None = None
 
     @staticmethod
     def _check(window, k_sig, k_ins, decay, thr, prob, min_score, boost) -> None:
@@ -200,9 +212,8 @@ class HumanCentricMemoryEngine:
             raise ValueError(f"unknown memory kind {kind!r}; allowed: {MEMORY_KINDS}")
         if kind == "insight":
             return self.add_insight(content, year, importance=importance, metadata=metadata)
-        emo_guess, src_guess = self.classify(content)
-        emotion = emotion or emo_guess
-        source = source or src_guess
+        emotion = emotion or self._emotion.classify(content)
+        source = source or self._source.classify(content)
         w_e, w_s = self._emotion.weight(emotion), self._source.weight(source)
         imp = w_e * w_s if importance is None else float(importance)
         if not (math.isfinite(imp) and imp >= 0):
@@ -237,13 +248,15 @@ class HumanCentricMemoryEngine:
         if not (math.isfinite(salience) and salience >= 0):
             raise ValueError(f"salience must be a finite number >= 0, got {salience}")
         imp = self.insight_importance * salience if importance is None else float(importance)
-        _, source = self.classify(content)
+        source = self._source.classify(content)
         meta = {**(metadata or {}), "sources": list(sources), "salience": float(salience)}
         return self._make(content, year, "insight", "insight", source, imp,
                           self.importance_boost, meta)
 
     def _append_long(self, items: list[MemoryItem]) -> None:
         """Append to long-term memory, extending the cached score arrays (no rebuild)."""
+        if self._fresh is not None:
+            self._fresh.extend(range(len(self._long), len(self._long) + len(items)))
         self._long.extend(items)
         if self._arrays is None or not items:
             return
@@ -265,6 +278,7 @@ class HumanCentricMemoryEngine:
         )
         self._next_id += 1
         self._new.append(item)
+        self._dirty = True
         return item
 
     # ----------------------------------------------------------------------------- scoring
@@ -304,7 +318,12 @@ class HumanCentricMemoryEngine:
         from their age since formation or last retrieval, whichever is later.
         """
         working = sorted(self._working.items(), key=lambda m: -self.score(m, year))
-        chosen = working + self._top_long(year)
+        top = self._top_long(year)
+        self._touched.update(top)
+        if self._fresh is not None:
+            self._fresh.extend(top)  # their age restarts from this retrieval
+        self._dirty = True
+        chosen = working + [self._long[i] for i in top]
         for item in chosen:
             ref = item.year if item.last_access_year is None else max(
                 item.year, item.last_access_year)
@@ -314,13 +333,14 @@ class HumanCentricMemoryEngine:
             item.last_access_year = float(year)
         return chosen
 
-    def _top_long(self, year: float) -> list[MemoryItem]:
+    def _top_long(self, year: float) -> list[int]:
+        """Indices (into long-term memory) of the long-term items ``retrieve`` returns."""
         if not self._long:
             return []
         scores = self.long_term_scores(year)
         _, yr, _, ins = self._long_arrays()
         ok = scores >= self.min_score
-        out: list[MemoryItem] = []
+        out: list[int] = []
         for mask, k in ((ok & ~ins, self.top_k_significant), (ok & ins, self.top_k_insights)):
             idx = np.flatnonzero(mask)
             if k == 0 or idx.size == 0:
@@ -329,7 +349,7 @@ class HumanCentricMemoryEngine:
                 part = np.argpartition(-scores[idx], k - 1)[:k]
                 idx = idx[part]
             order = np.lexsort((yr[idx], -scores[idx]))
-            out.extend(self._long[i] for i in idx[order])
+            out.extend(idx[order].tolist())
         return out
 
     # ----------------------------------------------------------------------------- year end
@@ -341,6 +361,7 @@ class HumanCentricMemoryEngine:
         draw per such item, in insertion order, from the agent's generator); the rest are
         forgotten. Long-term fidelity levels are then updated to their age at ``year``.
         """
+        self._dirty = True
         kept: list[MemoryItem] = []
         for item in self._working.drain():
             if item.importance >= self.consolidation_threshold:
@@ -361,11 +382,30 @@ class HumanCentricMemoryEngine:
         return self.rng
 
     def _refresh_fidelity(self, year: float) -> None:
-        for item in self._long:
+        """Set every long-term item's fidelity to its age at ``year``.
+
+        Only items that may not be "gist" yet are visited: the others were gist at an earlier
+        refresh, have not been retrieved since, and only grow older (the first refresh after
+        a restore, and one at an earlier year than the last, visit everything).
+        """
+        if self._fresh is None or (self._refreshed_year is not None
+                                   and year < self._refreshed_year):
+            self._fresh = list(range(len(self._long)))
+        self._refreshed_year = float(year)
+        detailed, summary, long = self.fidelity_detailed_years, self.fidelity_summary_years, \
+            self._long
+        fresh = []
+        for i in sorted(set(self._fresh)):
+            item = long[i]
             ref = item.year if item.last_access_year is None else max(
                 item.year, item.last_access_year)
-            item.fidelity = fidelity_for_age(
-                year - ref, self.fidelity_detailed_years, self.fidelity_summary_years)
+            level = fidelity_for_age(year - ref, detailed, summary)
+            if level != item.fidelity:
+                item.fidelity = level
+                self._touched.add(i)
+            if level != "gist":
+                fresh.append(i)
+        self._fresh = fresh
 
     # ----------------------------------------------------------------------------- accessors
     def items(self) -> list[MemoryItem]:
@@ -388,6 +428,7 @@ class HumanCentricMemoryEngine:
         """Items created since the last call (also those since evicted or forgotten), for the
         authoritative episodic store."""
         out, self._new = self._new, []
+        self._dirty = self._dirty or bool(out)
         return out
 
     # ----------------------------------------------------------------------------- state
@@ -439,7 +480,55 @@ class HumanCentricMemoryEngine:
         engine._long = [MemoryItem.from_dict(d) for d in state["long_term"]]
         by_id = {m.id: m for m in engine.items()}
         engine._new = [by_id.get(d["id"]) or MemoryItem.from_dict(d) for d in state["new"]]
+        engine._reset_tracking()
         return engine
+
+    # ----------------------------------------------------------------------------- changes
+    def changes(self) -> dict[str, Any] | None:
+        """What changed since the last call (or since the engine was built or restored), as
+        a JSON-serialisable dict; None when nothing did.
+
+        Checkpoints append it to their memory log: it holds the long-term items added, the
+        fields that change after an item is formed (``access_count``, ``last_access_year``,
+        ``fidelity``) of earlier items that changed, the working items, the items not yet
+        drained, the next id and the generator state. Its size follows what happened since
+        the last call, not the engine's history. ``apply_changes`` replays it.
+        """
+        if not self._dirty:
+            return None
+        long, mark = self._long, self._mark
+        out = {
+            "next_id": self._next_id,
+            "rng": None if self.rng is None else self.rng.bit_generator.state,
+            "working": [m.to_row() for m in self._working.items()],
+            "long": [m.to_row() for m in long[mark:]],
+            "touched": [[i, long[i].access_count, long[i].last_access_year, long[i].fidelity]
+                        for i in sorted(self._touched) if i < mark],
+            "new": [m.to_row() for m in self._new],
+        }
+        self._mark, self._touched, self._dirty = len(long), set(), False
+        return out
+
+    def apply_changes(self, changes: Mapping[str, Any]) -> None:
+        """Replay one ``changes()`` on an engine in the state it had when they were taken."""
+        self._next_id = int(changes["next_id"])
+        if changes["rng"] is not None:
+            if self.rng is None:
+                self.rng = np.random.Generator(np.random.PCG64())
+            self.rng.bit_generator.state = changes["rng"]
+        long = self._long
+        for i, access_count, last_access_year, fidelity in changes["touched"]:
+            item = long[i]
+            item.access_count, item.last_access_year, item.fidelity = \
+                access_count, last_access_year, fidelity
+        self._append_long([MemoryItem.from_row(r) for r in changes["long"]])
+        self._working.clear()
+        self._working.extend(MemoryItem.from_row(r) for r in changes["working"])
+        self._new = []
+        if changes["new"]:
+            by_id = {m.id: m for m in self.items()}
+            self._new = [by_id.get(r[0]) or MemoryItem.from_row(r) for r in changes["new"]]
+        self._reset_tracking()
 
 
 class WindowMemoryEngine(HumanCentricMemoryEngine):
@@ -467,6 +556,7 @@ class WindowMemoryEngine(HumanCentricMemoryEngine):
     def retrieve(self, year: float) -> list[MemoryItem]:
         """The working items only (by score)."""
         working = sorted(self._working.items(), key=lambda m: -self.score(m, year))
+        self._dirty = True
         for item in working:
             item.access_count += 1
             item.last_access_year = float(year)

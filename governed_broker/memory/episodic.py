@@ -15,12 +15,13 @@ which method produced it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,9 +103,12 @@ class SearchHit:
     method: str  # "vector" or "keyword"
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, allow_nan=False)
+
+
 def _json(value: Any, what: str) -> str:
     try:
-        return json.dumps(value, sort_keys=True, allow_nan=False)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"episode {what} must be JSON-serialisable: {exc}") from exc
 
@@ -162,6 +166,7 @@ class EpisodicStore:
         self._next = int(self._conn.execute("SELECT COALESCE(MAX(rid), 0) FROM episodes")
                          .fetchone()[0]) + 1
         self._index: FaissFlatIndex | None = None
+        self._batching = False
         if embedder is not None:
             self._index = FaissFlatIndex(embedder.dim)
             self._load_vectors()
@@ -190,6 +195,27 @@ class EpisodicStore:
             vecs = np.frombuffer(b"".join(r[1] for r in rows), np.float32).reshape(
                 len(rows), self._index.dim)
             self._index.add(ids, vecs)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[EpisodicStore]:
+        """Make every ``add_many`` inside one transaction, committed at the end (rolled back
+        if the block fails): a year's consolidation of every household writes once."""
+        if self._batching:
+            yield self
+            return
+        self._batching = True
+        try:
+            with self._conn:
+                yield self
+        except BaseException:  # the rows of the block are gone: ids and vectors follow
+            self._next = int(self._conn.execute(
+                "SELECT COALESCE(MAX(rid), 0) FROM episodes").fetchone()[0]) + 1
+            if self._index is not None:
+                self._index = FaissFlatIndex(self._index.dim)
+                self._load_vectors()
+            raise
+        finally:
+            self._batching = False
 
     def close(self) -> None:
         """Commit and close the database."""
@@ -234,9 +260,13 @@ class EpisodicStore:
                          None if ep.outcome is None else _json(ep.outcome, "outcome"),
                          ep.importance, _json(ep.metadata, "metadata"), blob))
         try:
-            with self._conn:
-                self._conn.executemany(
-                    "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            if self._batching:  # committed by ``batch``
+                self._conn.executemany("INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                                       rows)
+            else:
+                with self._conn:
+                    self._conn.executemany(
+                        "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
         except sqlite3.IntegrityError as exc:
             raise ValueError(f"cannot store episodes: {exc} (duplicate id?)") from exc
         self._next = rids[-1] + 1

@@ -76,6 +76,7 @@ class HouseholdMemory:
         self.flooded_this_year = False
         self._insured_next = False  # a policy bought this year covers next year
         self._pending: dict[str, Any] | None = None  # last decision awaiting its outcome
+        self._reported: list[Any] | None = None  # own fields as ``changes()`` last gave them
 
     @classmethod
     def from_config(cls, agent_id: int | str, params: MemoryParams | None,
@@ -235,6 +236,51 @@ class HouseholdMemory:
             "insured_next": self._insured_next,
             "pending": self._pending, "forget_policy": self.forget_policy,
         }
+
+    def _own(self) -> list[Any]:
+        return [self.insured, self.elevated, self.flooded_this_year, self._insured_next,
+                self._pending, self.forget_policy]
+
+    def changes(self) -> dict[str, Any] | None:
+        """What changed since the last call (or since it was built), JSON-serialisable; None
+        when nothing did. Checkpoints append it to their memory log; ``apply_changes``
+        replays it on a household memory built the same way.
+
+        The engine reports its own changes when it can (``changes`` / ``apply_changes``, as
+        the shipped engines do); an engine without them is written whole every time.
+        """
+        out: dict[str, Any] = {}
+        if hasattr(self.engine, "changes"):
+            engine = self.engine.changes()
+            if engine is not None:
+                out["engine"] = engine
+        else:
+            out["engine_state"] = self.engine.state()
+        for name, part in (("procedural", self.procedural),
+                           ("metacognition", self.metacognition), ("semantic", self.semantic)):
+            found = None if part is None else part.changes()
+            if found is not None:
+                out[name] = found
+        own = self._own()
+        if own != self._reported:
+            out["own"] = self._reported = own
+        return out or None
+
+    def apply_changes(self, changes: Mapping[str, Any]) -> None:
+        """Replay one ``changes()`` on this memory, which must be in the state it had when they
+        were taken."""
+        if "engine" in changes:
+            self.engine.apply_changes(changes["engine"])
+        if "engine_state" in changes:
+            self.engine = restore_engine(changes["engine_state"])
+        for name in ("procedural", "metacognition", "semantic"):
+            if name in changes:
+                getattr(self, name).apply_changes(changes[name])
+        if "own" in changes:
+            own = changes["own"]
+            self._reported = list(own)
+            (self.insured, self.elevated, self.flooded_this_year, self._insured_next,
+             self._pending, self.forget_policy) = own
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], *, texts: MemoryTexts,

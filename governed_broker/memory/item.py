@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 MemoryKind = Literal["event", "decision", "observation", "insight", "seed"]
@@ -12,7 +12,7 @@ MEMORY_KINDS: tuple[str, ...] = ("event", "decision", "observation", "insight", 
 FIDELITY_LEVELS: tuple[str, ...] = ("detailed", "summary", "gist")
 
 
-@dataclass
+@dataclass(slots=True)
 class MemoryItem:
     """One memory of one agent.
 
@@ -70,6 +70,22 @@ class MemoryItem:
     def from_dict(cls, data: dict[str, Any]) -> MemoryItem:
         """Inverse of ``to_dict``."""
         return cls(**data)
+
+    def to_row(self) -> list[Any]:
+        """The fields as a list in ``ITEM_FIELDS`` order (checkpoint logs: compact, and no
+        deep copy; ``metadata`` is the item's own dict, to be serialised at once)."""
+        return [self.id, self.agent_id, self.year, self.content, self.emotion, self.source,
+                self.importance, self.kind, self.metadata, self.access_count,
+                self.last_access_year, self.fidelity, self.w_emotion]
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> MemoryItem:
+        """Inverse of ``to_row``."""
+        return cls(*row)
+
+
+#: Field order of ``MemoryItem.to_row``.
+ITEM_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(MemoryItem))
 
 
 def first_clause(text: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 
@@ -41,8 +41,10 @@ class MetacognitiveRecord:
 
     def __init__(self) -> None:
         self._rows: dict[str, StrategyRecord] = {}
+        self._changed: set[str] = set()  # actions changed since ``changes()``
 
     def _row(self, action: str) -> StrategyRecord:
+        self._changed.add(action)
         return self._rows.setdefault(action, StrategyRecord(action))
 
     def record_choice(self, action: str, *, executed: bool, cost_usd: float) -> None:
@@ -85,3 +87,20 @@ class MetacognitiveRecord:
         for row in state:
             rec._rows[row["action"]] = StrategyRecord(**row)
         return rec
+
+    def changes(self) -> list[list[Any]] | None:
+        """The records changed since the last call, each as its field values in order
+        (None: no change); for checkpoint logs, replayed by ``apply_changes``."""
+        if not self._changed:
+            return None
+        out = [[getattr(self._rows[a], f) for f in _FIELDS] for a in sorted(self._changed)]
+        self._changed = set()
+        return out
+
+    def apply_changes(self, changes: list[list[Any]]) -> None:
+        """Replay one ``changes()``."""
+        for row in changes:
+            self._rows[row[0]] = StrategyRecord(*row)
+
+
+_FIELDS = tuple(f.name for f in fields(StrategyRecord))

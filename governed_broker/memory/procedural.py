@@ -68,6 +68,8 @@ class ProceduralMemory:
     min_successes: int = 3
     _tally: dict[str, _Tally] = field(default_factory=dict)
     _heuristics: dict[str, Heuristic] = field(default_factory=dict)
+    # keys changed since ``changes()`` (bookkeeping of checkpoints, not memory)
+    _changed: set[str] = field(default_factory=set, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha <= 1:
@@ -82,6 +84,7 @@ class ProceduralMemory:
     def record(self, situation: Mapping[str, Any], action: str, success: bool) -> None:
         """Record one outcome; updates the matching heuristic's EMA and use count."""
         key = self._key(situation, action)
+        self._changed.add(key)
         tally = self._tally.setdefault(key, _Tally())
         tally.trials += 1
         tally.successes += int(bool(success))
@@ -102,6 +105,7 @@ class ProceduralMemory:
                           action=action, success_rate=tally.successes / tally.trials,
                           use_count=tally.trials, created_year=float(year))
             self._heuristics[key] = h
+            self._changed.add(key)
             new.append(h)
         return new
 
@@ -132,3 +136,24 @@ class ProceduralMemory:
         mem._tally = {k: _Tally(*v) for k, v in state["tally"].items()}
         mem._heuristics = {k: Heuristic(**h) for k, h in state["heuristics"].items()}
         return mem
+
+    def changes(self) -> list[list[Any]] | None:
+        """The (situation, action) pairs changed since the last call, as
+        ``[key, trials, successes, heuristic fields or None]`` (None: no change); for
+        checkpoint logs, replayed by ``apply_changes``."""
+        if not self._changed:
+            return None
+        out = []
+        for key in sorted(self._changed):
+            t, h = self._tally[key], self._heuristics.get(key)
+            out.append([key, t.trials, t.successes, None if h is None else [
+                h.id, h.situation, h.action, h.success_rate, h.use_count, h.created_year]])
+        self._changed = set()
+        return out
+
+    def apply_changes(self, changes: list[list[Any]]) -> None:
+        """Replay one ``changes()``."""
+        for key, trials, successes, h in changes:
+            self._tally[key] = _Tally(trials, successes)
+            if h is not None:
+                self._heuristics[key] = Heuristic(*h)

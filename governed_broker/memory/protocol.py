@@ -25,7 +25,10 @@ class MemoryEngine(Protocol):
     ``governed_broker.memory.engine.engine_kwargs``), the household's seeded
     ``numpy.random.Generator`` (``child_rng(seed, "agent", agent_id, "memory")``) and its id.
     A checkpoint is restored with ``klass.from_state(engine.state())``, ``klass`` looked up by
-    ``state["variant"]`` (so ``variant`` must be the engine's ``MEMORY_ENGINES`` name).
+    ``state["variant"]`` (so ``variant`` must be the engine's ``MEMORY_ENGINES`` name). An
+    engine may also offer ``changes() -> dict | None`` (what changed since the last call) and
+    ``apply_changes(changes)`` (replay them); checkpoints then log only those each year
+    (``HouseholdMemory.changes``) instead of the whole ``state()``.
 
     Attributes:
         variant: The engine's name in ``MEMORY_ENGINES`` (shown in the Markdown export and

@@ -2,8 +2,11 @@
 
 Concepts and typed relations come from ``configs/knowledge/flood_concepts.yaml``; each
 household gets its own copy, to which consolidation adds facts learned from experience (e.g.
-``home experienced river_flood`` in year 3). Queries: related concepts by relation and depth,
-shortest connecting path, and property inheritance along ``is_a`` edges.
+``home experienced river_flood`` in year 3). A copy shares the graph it was made from until it
+first changes (copy on write): most households learn little, and a private graph per household
+costs tens of kilobytes. ``version`` counts changes, so readers can cache what they derive.
+Queries: related concepts by relation and depth, shortest connecting path, and property
+inheritance along ``is_a`` edges.
 """
 
 from __future__ import annotations
@@ -35,6 +38,15 @@ class SemanticMemory:
 
     def __init__(self) -> None:
         self.graph: nx.MultiDiGraph = nx.MultiDiGraph()
+        self._shared = False  # the graph is another memory's too: copy before changing it
+        self.version = 0  # changes made to the graph (with its identity, a cache key)
+        self._learned_since: list[list[Any]] = []  # facts learned since ``changes()``
+
+    def _writable(self) -> nx.MultiDiGraph:
+        if self._shared:
+            self.graph, self._shared = self.graph.copy(), False
+        self.version += 1
+        return self.graph
 
     # ----------------------------------------------------------------------------- loading
     @classmethod
@@ -69,7 +81,8 @@ class SemanticMemory:
     def copy(self) -> SemanticMemory:
         """An independent copy (one per household)."""
         other = SemanticMemory()
-        other.graph = self.graph.copy()
+        other.graph, other.version = self.graph, self.version
+        other._shared = self._shared = True
         return other
 
     # ----------------------------------------------------------------------------- writing
@@ -77,12 +90,12 @@ class SemanticMemory:
                     properties: Mapping[str, Any] | None = None) -> str:
         """Add or update a concept; returns its key (lower case, underscores)."""
         key = _key(name)
-        self.graph.add_node(key, type=str(type_), description=str(description),
-                            properties=dict(properties or {}))
+        self._writable().add_node(key, type=str(type_), description=str(description),
+                                  properties=dict(properties or {}))
         return key
 
-    def add_relation(self, source: str, relation: str, target: str, **attrs: Any) -> None:
-        """Add a typed edge (both concepts must exist)."""
+    def add_relation(self, source: str, relation: str, target: str, **attrs: Any) -> bool:
+        """Add a typed edge (both concepts must exist); True when the graph changed."""
         if relation not in RELATIONS:
             raise ValueError(f"unknown relation {relation!r}; allowed: {RELATIONS}")
         s, t = _key(source), _key(target)
@@ -91,9 +104,13 @@ class SemanticMemory:
                 raise KeyError(f"unknown concept {end!r}")
         existing = self.graph.get_edge_data(s, t, key=relation)
         if existing is None:
-            self.graph.add_edge(s, t, key=relation, relation=relation, **attrs)
+            self._writable().add_edge(s, t, key=relation, relation=relation, **attrs)
         elif "learned_year" in attrs and "learned_year" not in existing:
-            existing.update(attrs)  # a known relation confirmed by experience
+            # a known relation confirmed by experience (in this memory's own graph)
+            self._writable().get_edge_data(s, t, key=relation).update(attrs)
+        else:
+            return False
+        return True
 
     def add_fact(self, source: str, relation: str, target: str, *, year: float | None = None,
                  evidence: str = "") -> None:
@@ -101,7 +118,8 @@ class SemanticMemory:
         for end in (source, target):
             if _key(end) not in self.graph:
                 self.add_concept(end, "learned")
-        self.add_relation(source, relation, target, learned_year=year, evidence=evidence)
+        if self.add_relation(source, relation, target, learned_year=year, evidence=evidence):
+            self._learned_since.append([source, relation, target, year, evidence])
 
     # ----------------------------------------------------------------------------- queries
     def concept(self, name: str) -> dict[str, Any] | None:
@@ -186,3 +204,19 @@ class SemanticMemory:
         for f in facts:
             self.add_fact(f["source"], f["relation"], f["target"], year=f.get("year"),
                           evidence=f.get("evidence", ""))
+        self._learned_since = []
+
+    def changes(self) -> list[list[Any]] | None:
+        """Facts learned since the last call, in the order learned, as
+        ``[source, relation, target, year, evidence]`` (None: none); for checkpoint logs,
+        replayed by ``apply_changes``."""
+        if not self._learned_since:
+            return None
+        out, self._learned_since = self._learned_since, []
+        return out
+
+    def apply_changes(self, changes: list[list[Any]]) -> None:
+        """Replay one ``changes()`` (the facts are learned again, in the same order)."""
+        for source, relation, target, year, evidence in changes:
+            self.add_fact(source, relation, target, year=year, evidence=evidence)
+        self._learned_since = []

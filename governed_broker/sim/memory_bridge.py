@@ -18,6 +18,7 @@ Every memory is also written to ``<run_dir>/memory.sqlite`` and, at the end of t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,8 @@ class WorldMemory:
         effects = {a: s.effect for a, s in domain.actions.items()}
         self.concepts = {a: s.concept for a, s in domain.actions.items() if s.concept}
         self.writer = RunMemoryWriter(run_dir) if run_dir is not None else None
+        # (graph id, version, concept) -> (graph, facts)
+        self._facts_cache: dict[tuple[int, int, str], tuple[Any, list[str]]] = {}
         self.households: dict[int, HouseholdMemory] = {}
         for i in range(len(insured)):
             agent_id = i + 1
@@ -108,17 +111,30 @@ class WorldMemory:
         return out
 
     def _facts(self, hm: HouseholdMemory, allowed: tuple[str, ...]) -> list[str]:
-        graph = (hm.semantic or self.semantic).graph
+        semantic = hm.semantic or self.semantic
         facts = []
         for action in allowed:
             concept = self.concepts.get(action)
-            if concept is None or concept not in graph:
-                continue
-            for _, target, data in sorted(graph.out_edges(concept, data=True)):
-                if data["relation"] not in _TAXONOMY:
-                    facts.append(" ".join(x.replace("_", " ")
-                                          for x in (concept, data["relation"], target)))
+            if concept is not None:
+                facts.extend(self._concept_facts(semantic, concept))
         return facts
+
+    def _concept_facts(self, semantic: SemanticMemory, concept: str) -> list[str]:
+        """What a graph says a concept does (its non-taxonomy relations), cached per graph
+        and version: households share their graph until they learn something."""
+        graph = semantic.graph
+        key = (id(graph), semantic.version, concept)
+        cached = self._facts_cache.get(key)
+        if cached is None:
+            found = []
+            if concept in graph:
+                for _, target, data in sorted(graph.out_edges(concept, data=True)):
+                    if data["relation"] not in _TAXONOMY:
+                        found.append(" ".join(x.replace("_", " ")
+                                              for x in (concept, data["relation"], target)))
+            # the entry holds the graph, so its id is not reused while the entry exists
+            cached = self._facts_cache[key] = (graph, found)
+        return cached[1]
 
     def _heuristics(self, hm: HouseholdMemory) -> list[dict[str, Any]]:
         situation = {"flooded_this_year": hm.flooded_this_year, "insured": hm.insured,
@@ -140,9 +156,10 @@ class WorldMemory:
                 hm.record_decision(year, str(executed[j]), d.status, float(paid[j]))
 
     def end_year(self, year: int, idx: np.ndarray) -> None:
-        """Step 6: consolidation of each active household's year."""
-        for i in idx.tolist():
-            self.households[i + 1].end_year(year)
+        """Step 6: consolidation of each active household's year (one store transaction)."""
+        with self.writer.store.batch() if self.writer is not None else nullcontext():
+            for i in idx.tolist():
+                self.households[i + 1].end_year(year)
 
     def finish(self, year: int, markdown: bool) -> None:
         """End of run: readable exports and the store closed."""
@@ -153,13 +170,19 @@ class WorldMemory:
         self.writer.close()
 
     # ------------------------------------------------------------------------------ state
-    def state(self) -> dict[str, Any]:
-        """JSON-serialisable state of every household's memory (checkpoints)."""
-        return {str(k): hm.state() for k, hm in self.households.items()}
+    def changes(self) -> list[list[Any]]:
+        """``[agent_id, changes]`` of every household whose memory changed since the last call
+        (``HouseholdMemory.changes``), in agent-id order: what a checkpoint appends to its
+        memory log. Its size follows the year's events, not the length of the run."""
+        out = []
+        for agent_id, hm in self.households.items():
+            found = hm.changes()
+            if found is not None:
+                out.append([agent_id, found])
+        return out
 
-    def restore(self, state: dict[str, Any]) -> None:
-        """Replace every household's memory with a checkpointed one."""
-        for key, hm_state in state.items():
-            hm = HouseholdMemory.from_state(hm_state, semantic=self.semantic, texts=self.texts)
-            self._attach(hm)
-            self.households[int(key)] = hm
+    def apply_changes(self, changes: list[list[Any]]) -> None:
+        """Replay one ``changes()`` on memories in the state they had when it was taken (a
+        freshly built ``WorldMemory`` for the first)."""
+        for agent_id, found in changes:
+            self.households[int(agent_id)].apply_changes(found)

@@ -14,7 +14,7 @@ neighbours as "relocated".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -208,19 +208,26 @@ class FloodModel(mesa.Model):
         """The model after a completed year: ``(arrays, meta)``.
 
         ``arrays``: every household array (``HouseholdArrays.arrays``) and what neighbours
-        saw at the end of the year (``prev/<name>``). ``meta`` (JSON-able): the year, the
-        states of Mesa's and Python's generators and the memory state (None without memory).
+        saw at the end of the year (``prev/<name>``). ``meta`` (JSON-able): the year and the
+        states of Mesa's and Python's generators. Household memories are not part of it (their
+        size grows with the run): checkpoints log ``memory_changes()`` year by year instead.
         ``restore`` on a freshly built model of the same experiment undoes it exactly.
         """
         arrays = self.hh.arrays()
         arrays.update({PREV_PREFIX + k: v for k, v in self.prev_state.items()})
         meta = {"year": self.year, "mesa_rng": self.rng.bit_generator.state,
-                "python_random": _lists(self.random.getstate()),
-                "memory": None if self.world_memory is None else self.world_memory.state()}
+                "python_random": _lists(self.random.getstate())}
         return arrays, meta
 
-    def restore(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:
-        """Put this freshly built model into a ``state()`` (see there)."""
+    def memory_changes(self) -> list[list[Any]] | None:
+        """What household memories changed since the last call (``WorldMemory.changes``;
+        None without memory)."""
+        return None if self.world_memory is None else self.world_memory.changes()
+
+    def restore(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any],
+                memory_changes: Iterable[list[list[Any]]] = ()) -> None:
+        """Put this freshly built model into a ``state()`` (see there), replaying every
+        ``memory_changes()`` up to it, in order."""
         self.hh.load(arrays)
         self.prev_state = {k[len(PREV_PREFIX):]: np.array(v) for k, v in arrays.items()
                            if k.startswith(PREV_PREFIX)}
@@ -228,7 +235,8 @@ class FloodModel(mesa.Model):
         self.rng.bit_generator.state = meta["mesa_rng"]
         self.random.setstate(_tuples(meta["python_random"]))
         if self.world_memory is not None:
-            self.world_memory.restore(meta["memory"])
+            for changes in memory_changes:
+                self.world_memory.apply_changes(changes)
 
     @property
     def memory_store(self) -> EpisodicStore | None:

@@ -159,6 +159,7 @@ def run_sweep(
         ConfigError: invalid experiment or sweep, executor unavailable, directory in use.
     """
     plan = build_plan(experiment, overrides)
+    require_cards(plan, plan.runs)  # before anything is written
     sweep_dir = SweepDir(out_dir if out_dir is not None else default_sweep_dir(plan))
     sweep_dir.root.mkdir(parents=True, exist_ok=True)
     with _Lock(sweep_dir):
@@ -174,6 +175,31 @@ def run_sweep(
     return SweepResult(
         sweep_dir.root, index, [r.run_id for r in todo], [r.run_id for r in exhausted]
     )
+
+
+def require_cards(plan: SweepPlan, runs: Sequence[PlannedRun]) -> None:
+    """Refuse the sweep before any run starts when a run with ``validity.gate: block`` has no
+    passing validity card (runs that differ only in their seed share one card)."""
+    from governed_broker.config import load_experiment
+    from governed_broker.config.resolved import resolve_experiment
+    from governed_broker.validity.gate import check_gate
+
+    swept = any(o.startswith("validity.") for run in runs for o in run.overrides)
+    if not swept and load_experiment(plan.experiment, plan.base_overrides).validity.gate != "block":
+        return  # no run is gated: no configuration needs loading
+    seen: set[tuple[str, ...]] = set()
+    for run in runs:
+        overrides = tuple(o for o in plan.run_overrides(run) if not o.startswith("seed="))
+        if run.error or overrides in seen:
+            continue
+        seen.add(overrides)
+        config = load_experiment(plan.experiment, list(overrides))
+        if config.validity.gate != "block":
+            continue
+        try:
+            check_gate(resolve_experiment(config))
+        except ConfigError as exc:
+            raise ConfigError(f"sweep run {run.run_id} {run.params}: {exc}") from exc
 
 
 def _execute(

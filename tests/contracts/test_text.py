@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,15 @@ def test_clean_text_always_gives_storable_text(text) -> None:
     cleaned.encode("utf-8")  # never raises: no lone surrogates
     assert "\x00" not in cleaned and "\r" not in cleaned
     assert (cleaned == text) == (not notes)
+
+
+@given(st.text(alphabet=st.characters(codec=None), max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_clean_text_is_its_three_substitutions(text) -> None:
+    """The shortcut for text that needs no change gives what the substitutions give."""
+    expected = re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f]", "", re.sub(
+        "\r\n|[\r\u2028\u2029]", "\n", re.sub("[\ud800-\udfff]", "\ufffd", text)))
+    assert clean_text(text)[0] == expected
 
 
 def test_clean_text_reports_each_change() -> None:
@@ -50,6 +60,13 @@ def test_nesting_depth_ignores_brackets_in_strings(text, depth) -> None:
 def test_loads_bounded_refuses_with_a_reason(text, message) -> None:
     with pytest.raises(ValueError, match=message):
         loads_bounded(text)
+
+
+def test_loads_bounded_refuses_too_deep_text_among_brackets_in_strings() -> None:
+    deep = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
+    with pytest.raises(ValueError, match="nested 33 levels"):
+        loads_bounded(deep)
+    assert loads_bounded('["' + "[{" * 40 + '"]') == ["[{" * 40]  # brackets in a string
 
 
 def test_loads_bounded_parses_ordinary_json() -> None:

@@ -51,6 +51,11 @@ def _to_llama_request(body: dict[str, Any], messages: list[dict[str, Any]]) -> d
     return request
 
 
+class _Server(ThreadingHTTPServer):
+    # connections waiting to be accepted: the default 5 resets clients that open dozens at once
+    request_queue_size = 256
+
+
 class OllamaTestServer:
     """A threaded Ollama-API server on 127.0.0.1 backed by ``complete``.
 
@@ -80,7 +85,7 @@ class OllamaTestServer:
         self.fail_statuses: list[int] = []
         self.requests: list[dict[str, Any]] = []
         self.stopped = False  # set on exit: open keep-alive connections are dropped too
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._httpd = _Server(("127.0.0.1", port), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -149,6 +154,9 @@ class OllamaTestServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # TCP_NODELAY, as Ollama's server has: headers and body leave in two writes, and
+            # with Nagle's algorithm the body waits for the client's delayed ACK (~40 ms)
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 return

@@ -165,3 +165,17 @@ def test_concurrent_identical_requests_are_all_answered(tmp_path):
 
     replies = asyncio.run(many())
     assert [r.parsed["a"] for r in replies] == [s % 3 for s in range(12)]
+
+
+def test_replies_are_stored_in_batches_and_answer_while_they_wait(tmp_path):
+    path = tmp_path / "c.sqlite"
+    inner = counting_backend()
+    backend = CachedBackend(inner, ResponseCache(path))
+    for seed in range(5):  # the first is written at once, the next wait (within a second)
+        backend.chat(base_request(seed=seed))
+    stored = sqlite3.connect(path).execute("SELECT count(*) FROM responses").fetchone()[0]
+    assert 1 <= stored < 5
+    assert backend.chat(base_request(seed=4)).cached  # a waiting reply answers
+    backend.flush()
+    assert sqlite3.connect(path).execute("SELECT count(*) FROM responses").fetchone()[0] == 5
+    assert len(inner.calls) == 5

@@ -32,6 +32,7 @@ def test_every_call_is_logged_with_cache_flag_tokens_and_prompt(tmp_path):
     backend.chat(request)
     with pytest.raises(LLMError):
         backend.chat(LLMRequest.of([{"role": "user", "content": "fail"}], tag="reflection"))
+    backend.flush()  # rows are written in batches (the broker flushes at each phase's end)
     with sqlite3.connect(tmp_path / "run" / "llm_calls.sqlite") as conn:
         rows = conn.execute(
             "SELECT tag, backend, model, cached, ok, error, latency_s, prompt_tokens, "

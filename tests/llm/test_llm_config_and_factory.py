@@ -65,6 +65,31 @@ def test_bad_script_file_is_named(tmp_path):
         backend_from_config(cfg)
 
 
+def test_scripted_choices_are_drawn_by_the_request_seed(tmp_path):
+    (tmp_path / "rules.yaml").write_text(
+        "- pattern: .\n  choices:\n    - {weight: 3, reply: insure}\n"
+        "    - {weight: 1, reply: wait}\n")
+    cfg = LLMConfig(backend="scripted", script=tmp_path / "rules.yaml", cache={"mode": "off"})
+    backend = backend_from_config(cfg, call_log_path=tmp_path / "calls.sqlite")
+
+    def reply(seed: int) -> str:
+        return backend.chat(LLMRequest.of([{"role": "user", "content": "?"}], seed=seed)).text
+
+    drawn = [reply(seed) for seed in range(400)]
+    assert drawn == [reply(seed) for seed in range(400)]  # the same seed, the same reply
+    assert 0.65 < drawn.count("insure") / 400 < 0.85  # weights 3 : 1
+
+
+@pytest.mark.parametrize("rule", [
+    "- {pattern: x, choices: []}\n", "- {pattern: x, choices: [{weight: 0, reply: a}]}\n",
+    "- {pattern: x, reply: a, choices: [{weight: 1, reply: a}]}\n"])
+def test_bad_choices_are_named(tmp_path, rule):
+    (tmp_path / "rules.yaml").write_text(rule)
+    cfg = LLMConfig(backend="scripted", script=tmp_path / "rules.yaml")
+    with pytest.raises(LLMError, match=r"rules.yaml: rule 0"):
+        backend_from_config(cfg)
+
+
 def test_cache_path_is_resolved_against_the_experiment_directory(tmp_path):
     (tmp_path / "rules.yaml").write_text("- {pattern: ., reply: ok}\n")
     cfg = LLMConfig(backend="scripted", script="rules.yaml",

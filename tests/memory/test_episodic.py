@@ -179,3 +179,20 @@ def test_semantic_search_with_minilm(minilm):
     hits = store.search("my house was flooded", top_k=2)
     assert hits[0].episode.timestamp == 2 and hits[0].method == "vector"
     assert not math.isnan(hits[0].score)
+
+
+def test_a_batch_writes_once_and_a_failed_batch_leaves_nothing(tmp_path) -> None:
+    path = tmp_path / "m.sqlite"
+    store = EpisodicStore(path)
+    other = sqlite3.connect(path)
+    with store.batch():
+        store.add_many([{"content": "one", "user_id": 1, "session_id": 1, "timestamp": 1.0}])
+        store.add_many([{"content": "two", "user_id": 2, "session_id": 1, "timestamp": 1.0}])
+        assert other.execute("SELECT count(*) FROM episodes").fetchone()[0] == 0  # not yet
+    assert other.execute("SELECT count(*) FROM episodes").fetchone()[0] == 2
+    with pytest.raises(ValueError, match="duplicate id"), store.batch():
+        store.add_many([{"content": "three", "user_id": 3, "session_id": 2, "timestamp": 2.0}])
+        store.add_many([{"content": "dup", "user_id": 3, "session_id": 2, "timestamp": 2.0,
+                         "episode_id": "ep00000001"}])
+    assert [e.content for e in store.all_episodes()] == ["one", "two"]
+    assert store.add("four", user_id=4, session_id=3, timestamp=3.0).id == "ep00000003"

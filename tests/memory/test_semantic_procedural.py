@@ -84,3 +84,19 @@ def test_procedural_discovery_after_three_successes_and_ema():
     assert pm.match({"flooded_this_year": True, "insured": False}) == []
     back = ProceduralMemory.from_state(pm.state())
     assert back.heuristics() == pm.heuristics() and back.tally(dry, "do_nothing") == (6, 4)
+
+
+def test_copies_share_the_graph_until_one_learns() -> None:
+    graph = SemanticMemory.from_yaml(DEFAULT_CONCEPTS)
+    base_facts = graph.facts()
+    a, b = graph.copy(), graph.copy()
+    assert a.graph is b.graph is graph.graph  # nothing copied yet
+    version = a.version
+    a.add_fact("flood_insurance", "pays_for", "flood_damage", year=3, evidence="m1")
+    a.add_fact("home", "experienced", "river_flood", year=3, evidence="m2")
+    assert a.graph is not graph.graph and a.version > version
+    assert b.graph is graph.graph and b.version == version
+    assert graph.facts() == base_facts == b.facts()  # the others did not learn it
+    assert [f["target"] for f in a.learned_facts()] == ["flood_damage", "river_flood"]
+    graph.add_concept("levee", "measure")  # the original writes to its own graph too
+    assert "levee" not in b.graph and "levee" in graph.graph

@@ -1,0 +1,166 @@
+"""The validity card: what the battery found, keyed by what it was run on.
+
+**Key.** A card belongs to one configuration: the model (backend, model name and file identity,
+sampling settings), every prompt the battery sends (rendered by the experiment's context builder
+from its templates and the battery's vignettes in its world), the templates of the re-ask
+messages, the domain (actions, scale, rules), the governance settings (profile, retry budgets,
+prompt limits), the knowledge base when one is used, and the battery itself (vignettes, tests,
+thresholds, replicates, quick or not). ``card_key`` hashes all of it (sha256 of canonical JSON);
+no model call is needed, so a run computes the key of its own configuration at start-up in a
+fraction of a second and finds its card. The experiment seed, population, years and world
+settings that do not reach the battery's prompts are not part of the key: every run of a sweep
+over seeds shares one card.
+Cards are stored by ``validity.store``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from governed_broker.broker.factory import build_context
+from governed_broker.cognition.context import ContextBuilder
+from governed_broker.config.experiment import ExperimentConfig
+from governed_broker.config.resolved import ResolvedExperiment
+from governed_broker.validity.battery import Battery
+from governed_broker.validity.plan import BatteryPlan
+from governed_broker.validity.probe import battery_experiment, synonym_context
+from governed_broker.validity.situations import SituationBuilder
+from governed_broker.validity.store import CARD_FORMAT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from governed_broker.validity.measures import TestResult
+
+
+def _sha256_tree(path: Path) -> dict[str, str]:
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    return {p.relative_to(path).as_posix() if path.is_dir() else p.name:
+            hashlib.sha256(p.read_bytes()).hexdigest() for p in files if p.exists()}
+
+
+def model_identity(config: ExperimentConfig) -> dict[str, Any]:
+    """The model as the configuration names it, and the settings that shape its replies.
+
+    A catalogue model is identified by its name and pinned sha256, a scripted backend by its
+    script's sha256, a local GGUF (``model_path``) by its path, size and modification time,
+    a server model (Ollama, OpenAI-compatible) by its name only: re-pulling a tag with new
+    weights is not noticed (docs/validity.md).
+    """
+    llm = config.llm
+    assert llm is not None
+    identity: dict[str, Any] = {"backend": llm.backend, "model": llm.model,
+                                "temperature": llm.temperature, "max_tokens": llm.max_tokens,
+                                "num_ctx": llm.num_ctx}
+    if llm.backend == "embedded" and llm.model_path is None:
+        from governed_broker.llm.catalogue import default_model_name, get_model_spec
+
+        spec = get_model_spec(llm.model or default_model_name())
+        identity.update(model=spec.name, sha256=spec.sha256)
+    if llm.model_path is not None:
+        path = config.resolve_path(llm.model_path)
+        stat = path.stat()
+        identity.update(model_path=str(path), size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+    if llm.script is not None:
+        identity["script_sha256"] = _sha256_tree(config.resolve_path(llm.script))
+    return identity
+
+
+def rendered_prompts(experiment: ResolvedExperiment, plan: BatteryPlan,
+                     context: ContextBuilder) -> list[list[Any]]:
+    """``[vignette key, replicate, context hash]`` of every first request of the battery, as
+    the experiment's context builder renders them (knowledge-base chunks left out: their
+    documents are hashed instead)."""
+    battery_exp = battery_experiment(experiment, plan.battery.tests.seed)
+    builder = SituationBuilder(battery_exp, plan.battery.tests.seed)
+    synonyms = synonym_context(context, plan.battery.vignettes.synonyms)
+    order = tuple(reversed(battery_exp.domain.actions))
+    out = []
+    for v, r in plan.asks():
+        situation = builder.build(v.spec, v.agent_id(r),
+                                  order if v.arm == "reversed_order" else None)
+        ctx = synonyms if v.arm == "synonyms" else context
+        out.append([v.key, r, ctx.build(situation, chunks=[]).context_hash])
+    return out
+
+
+def card_identity(experiment: ResolvedExperiment, plan: BatteryPlan) -> dict[str, Any]:
+    """Everything a card depends on (see the module docstring)."""
+    config = experiment.config
+    context = build_context(experiment)
+    governance = config.governance.model_dump(mode="json")
+    governance.pop("audit", None)  # what the audit records changes no reply
+    knowledge = None
+    if config.rag.enabled:
+        topics = config.rag.topics_file or config.rag.knowledge_dir / "rag_topics.yaml"
+        knowledge = {"settings": config.rag.model_dump(mode="json"),
+                     "documents": _sha256_tree(config.resolve_path(config.rag.knowledge_dir)),
+                     "topics": _sha256_tree(config.resolve_path(topics))}
+    return {
+        "card_format": CARD_FORMAT,
+        "model": model_identity(config),
+        "governance": governance,
+        "domain": experiment.domain.model_dump(mode="json"),
+        "templates": {"templates": {k: t.template for k, t in context.templates.templates.items()},
+                      "extra": json.loads(json.dumps(context.templates.extra, default=str))},
+        "prompts": rendered_prompts(experiment, plan, context),
+        "knowledge": knowledge,
+        "battery": plan.battery.identity(),
+    }
+
+
+def card_key(experiment: ResolvedExperiment, plan: BatteryPlan) -> str:
+    """The key of the card of this configuration (hex sha256 of ``card_identity``)."""
+    text = json.dumps(card_identity(experiment, plan), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
+              results: list[TestResult], provenance: dict[str, Any],
+              facts: dict[str, Any]) -> dict[str, Any]:
+    """The card as JSON-ready data.
+
+    Args:
+        key: ``card_key`` of the configuration.
+        experiment: The experiment validated.
+        battery: The battery run.
+        results: Every test's result.
+        provenance: The broker's model identity and call/cache statistics.
+        facts: Where it came from and what it took (``experiment``, ``battery``, ``timing``).
+    """
+    from governed_broker import __version__
+
+    tests = [r.to_json() for r in results]
+    counts = {"tests": len(tests),
+              "passed": sum(t["passed"] is True for t in tests),
+              "failed": sum(t["passed"] is False for t in tests),
+              "not_measurable": sum(t["passed"] is None for t in tests)}
+    config = experiment.config
+    card = {
+        "card_format": CARD_FORMAT,
+        "key": key,
+        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "governed_broker": __version__,
+        "passed": counts["failed"] == 0 and counts["passed"] > 0,
+        "quick": battery.quick,
+        "summary": counts,
+        "configuration": {
+            "experiment": config.name,
+            "model": model_identity(config),
+            "profile": config.governance.profile,
+            "prompts_dir": str(config.resolve_path(config.governance.context.prompts_dir)),
+            "agent_types": str(config.resolve_path(config.agent_types)),
+            "battery_dir": str(battery.directory.resolve()),
+            **facts.get("experiment", {}),
+        },
+        "scale": list(experiment.domain.pmt_labels.labels),
+        "battery": facts.get("battery", {}),
+        "llm": provenance,
+        "timing": facts.get("timing", {}),
+        "tests": tests,
+    }
+    return json.loads(json.dumps(card))  # exactly what the file will hold (string keys)
+
+

@@ -1,0 +1,148 @@
+"""``validate``: run the battery for an experiment and write its card.
+
+The battery's decisions are made in ``<out>.partial/`` (the broker's ``decisions.jsonl`` and
+``llm_calls.sqlite``, and ``vignettes.jsonl``: which vignette, arm and replicate each household
+id stands for), the card is written there as ``validity_card.json``, and the directory is renamed
+to ``<out>`` only when everything is written; the card is then stored under its key in the cards
+directory, where runs of the same configuration find it. ``--overwrite`` replaces only a
+directory that holds nothing but these files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from governed_broker.config.base import ConfigError
+from governed_broker.config.resolved import ResolvedExperiment
+from governed_broker.contracts.jsonl import JsonlWriter
+from governed_broker.llm.base import LLMBackend
+from governed_broker.run_dir import RunLock, check_out_dir, partial_dir, write_atomic
+from governed_broker.validity.battery import load_battery
+from governed_broker.validity.card import card_key, make_card
+from governed_broker.validity.measures import TestResult, run_tests
+from governed_broker.validity.plan import BatteryPlan, plan_battery
+from governed_broker.validity.probe import Prober, ProgressLine
+from governed_broker.validity.situations import zone_probabilities
+from governed_broker.validity.store import CARD_FILE, card_text, cards_dir, save_card
+
+VIGNETTES_FILE = "vignettes.jsonl"
+#: Everything ``validate`` writes into its directory (SQLite side files included).
+VALIDITY_FILES = frozenset({
+    CARD_FILE, VIGNETTES_FILE, "decisions.jsonl", "llm_calls.sqlite", "llm_calls.sqlite-wal",
+    "llm_calls.sqlite-shm", "llm_calls.sqlite-journal"})
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A finished ``validate``.
+
+    Attributes:
+        card: The card.
+        out_dir: The directory with the card and the battery's audit.
+        stored: The card's path in the cards directory.
+        results: The test results.
+    """
+
+    card: dict[str, Any]
+    out_dir: Path
+    stored: Path
+    results: list[TestResult]
+
+
+def default_out_dir(experiment: ResolvedExperiment, quick: bool) -> Path:
+    """``outputs/<name>-validity`` (``-validity-quick`` for ``--quick``)."""
+    return Path("outputs") / f"{experiment.config.name}-validity{'-quick' if quick else ''}"
+
+
+def _require_ours(path: Path, action: str) -> None:
+    strangers = sorted(n for n in os.listdir(path)
+                       if n not in VALIDITY_FILES and not n.startswith(".tmp-"))
+    if strangers or any((path / n).is_symlink() or (path / n).is_dir()
+                        for n in os.listdir(path)):
+        raise ConfigError(f"refusing to {action} {path}: it holds entries `validate` does not "
+                          f"write ({', '.join(strangers[:5]) or 'folders or links'}); choose "
+                          "another --out, or move it away yourself")
+
+
+def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, quick: bool = False,
+             overwrite: bool = False, backend: LLMBackend | None = None,
+             progress: bool = True, source: dict[str, Any] | None = None) -> Validation:
+    """Run the battery of ``experiment`` and write and store its card.
+
+    Args:
+        experiment: The experiment (``decision.maker: llm``).
+        out_dir: Output directory (default ``default_out_dir``).
+        quick: Fewer replicates (``tests.yaml`` ``quick``); its card never opens a gate.
+        overwrite: Replace an existing output directory of ``validate``.
+        backend: A ready backend (tests); default: the experiment's, cached and logged.
+        progress: Report progress on stderr.
+        source: The experiment file and ``--set`` options, recorded in the card.
+
+    Raises:
+        ConfigError: no ``llm:`` section, a broken battery, an output directory in the way.
+    """
+    config = experiment.config
+    if config.llm is None or config.decision.maker != "llm":
+        raise ConfigError(f"{config.name}: the battery asks the experiment's language model; "
+                          "set decision.maker: llm and give an llm: section")
+    battery = load_battery(config.resolve_path(config.validity.battery_dir), experiment.domain,
+                           quick=quick)
+    plan = plan_battery(battery, experiment.domain, zone_probabilities(experiment))
+    key = card_key(experiment, plan)
+    out = check_out_dir(out_dir if out_dir is not None else default_out_dir(experiment, quick))
+    with RunLock(out):
+        if out.exists():
+            if not overwrite:
+                raise ConfigError(f"{out} already exists; choose another --out or pass "
+                                  "--overwrite")
+            _require_ours(out, "replace")
+        work = partial_dir(out)
+        if work.exists():
+            _require_ours(work, "reuse")
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        wall, cpu = time.perf_counter(), time.process_time()
+        prober = Prober(experiment, plan, work, backend=backend,
+                        progress=ProgressLine() if progress else None)
+        replies = prober.ask()
+        provenance = prober.provenance
+        results = run_tests(plan, replies, experiment.domain)
+        timing = {"wall_s": round(time.perf_counter() - wall, 1),
+                  "cpu_s": round(time.process_time() - cpu, 1)}
+        facts = {"experiment": source or {}, "timing": timing,
+                 "battery": _battery_facts(plan, replies)}
+        card = make_card(key, experiment, battery, results, provenance, facts)
+        _write_vignettes(work / VIGNETTES_FILE, plan)
+        write_atomic(work / CARD_FILE, card_text(card))
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(work, out)
+    stored = save_card(card, cards_dir(config))
+    return Validation(card, out, stored, results)
+
+
+def _battery_facts(plan: BatteryPlan, replies: list) -> dict[str, Any]:
+    settings = plan.battery.tests
+    return {"seed": settings.seed, "replicates": plan.battery.replicates,
+            "invariance_replicates": plan.battery.invariance_replicates,
+            "alpha": settings.alpha, "vignettes": len(plan.vignettes),
+            "decisions": len(replies),
+            "unreadable": sum(r.action is None for r in replies)}
+
+
+def _write_vignettes(path: Path, plan: BatteryPlan) -> None:
+    """One line per decision: household id, vignette, arm, replicate, tests and spec."""
+    out = JsonlWriter(path)
+    try:
+        for v in plan.vignettes.values():
+            out.write_many({"agent_id": v.agent_id(r), "vignette": v.key, "arm": v.arm,
+                            "replicate": r, "uses": v.uses,
+                            "spec": v.spec.model_dump(mode="json")}
+                           for r in range(v.replicates))
+    finally:
+        out.close()

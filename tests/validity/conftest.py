@@ -1,0 +1,47 @@
+"""Fixtures of the validity tests: the demo experiment answered by scripted households."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from governed_broker.config import load_experiment
+from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
+
+HERE = Path(__file__).resolve().parent
+
+#: A scripted model for runs and the CLI: medium appraisals, always do nothing.
+CONSTANT_SCRIPT = [{"pattern": ".", "reply": {
+    "threat_appraisal": {"label": "M", "reason": "scripted"},
+    "coping_appraisal": {"label": "M", "reason": "scripted"},
+    "decision": "do_nothing", "reason": "scripted: nothing this year"}}]
+
+
+@pytest.fixture
+def scripted_file(experiments, tmp_path: Path) -> Path:
+    """The small test world decided by the constant scripted model (memory on, cards and
+    response cache in ``tmp_path``), written as an experiment YAML file."""
+    script = tmp_path / "constant.yaml"
+    script.write_text(yaml.safe_dump(CONSTANT_SCRIPT))
+    data = experiments.data()
+    data.update(years=2)
+    data["population"]["size"] = 4
+    data["decision"] = {"maker": "llm"}
+    data["llm"] = {"backend": "scripted", "script": str(script),
+                   "cache": {"path": str(tmp_path / "responses.sqlite")}}
+    data["memory"]["engine"] = "humancentric"
+    data["validity"] = {"battery_dir": str(HERE.parent.parent / "configs" / "validity"),
+                        "cards_dir": str(tmp_path / "cards")}
+    return experiments.write(data)
+
+
+@pytest.fixture
+def scripted_experiment(scripted_file: Path):
+    """A function of ``--set`` overrides giving ``scripted_file`` as a ResolvedExperiment."""
+
+    def make(*overrides: str) -> ResolvedExperiment:
+        return resolve_experiment(load_experiment(scripted_file, list(overrides)))
+
+    return make
