@@ -132,7 +132,7 @@ def test_a_30_year_governed_run_killed_twice_resumes_identically(experiments, tm
            "cache": {"mode": "off"}}
     settings = ["years=30", "population.size=40", "memory.engine=humancentric",
                 "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
-                "hazard.zones.high.annual_probability=0.4"]
+                "hazard.zones.high.annual_probability=0.4", "hazard.zones.high.flooded_share=1"]
     reference = run_experiment(experiments.config(settings), tmp_path / "reference",
                                progress=False).out_dir
     out = tmp_path / "killed"
