@@ -211,6 +211,14 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
                 f"have no entry in the hazard map; defined zones: "
                 f"{zone_names(config.hazard.zones)}"
             )
+    mandatory = config.insurance.mandatory_purchase
+    if mandatory is not None:
+        unknown = sorted(set(mandatory.zones) - pop_zones - set(config.hazard.zones))
+        if unknown:
+            raise ConfigError(
+                f"{source}: field 'insurance.mandatory_purchase.zones': zone(s) "
+                f"{zone_names(unknown)} are neither population nor hazard-map zones; defined "
+                f"zones: {zone_names(sorted(pop_zones | set(config.hazard.zones)))}")
     if config.hazard.mode == "raster":
         check_raster(config, source, pop_zones,
                      has_xy=frame is not None and "x" in frame.columns)

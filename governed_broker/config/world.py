@@ -338,8 +338,31 @@ class DamageConfig(StrictModel):
     table: FilePath
 
 
+class MandatoryPurchaseConfig(StrictModel):
+    """The mandatory purchase requirement: owners in the named zones (the SFHA) whose mortgage
+    comes from a federally regulated or insured lender must hold flood insurance.
+
+    Each owner of a named zone is drawn once (seeded): its mortgage requires insurance with
+    probability ``mortgage_share``, and a required household's lender enforces the requirement
+    with probability ``compliance_share``. An enforced household is insured every year it stays:
+    when its own choice does not insure, the lender renews the policy and charges the premium
+    (``lender_placed``), unless the household cannot pay it on top of its choice. A requirement
+    that is not enforced changes nothing: that household insures by its own choice only.
+    """
+
+    source: Source
+    zones: list[str] = Field(min_length=1, description=(
+        "zones where the requirement applies (the Special Flood Hazard Area)"))
+    mortgage_share: Share = Field(description=(
+        "share of the zones' owners whose mortgage requires flood insurance"))
+    compliance_share: Share = Field(description=(
+        "share of required households whose lender enforces the requirement; the others may "
+        "let the policy lapse"))
+
+
 class InsuranceConfig(StrictModel):
-    """Flood insurance (NFIP-style): premium rates, limits, deductibles, payout share."""
+    """Flood insurance (NFIP-style): premium rates, limits, deductibles, payout share; the
+    mandatory purchase requirement (absent: no household is required to insure)."""
 
     source: Source
     rate_structure_per_1000_usd: float = Field(ge=0.0, le=1000.0)
@@ -351,6 +374,7 @@ class InsuranceConfig(StrictModel):
     deductible_structure_usd: Money
     deductible_contents_usd: Money
     payout_share: Share = 1.0
+    mandatory_purchase: MandatoryPurchaseConfig | None = None
 
 
 class ElevationConfig(StrictModel):

@@ -117,6 +117,10 @@ AGENT_YEARLY: tuple[Column, ...] = (
     _usd("premium_usd", "insurance premium paid this year (policy for next year)"),
     _flag("elevated_after", "elevated after execution"),
     _flag("insured_after", "holds a policy for next year's flood"),
+    _flag("insurance_required", "the mortgage lender enforces the mandatory purchase of flood "
+          "insurance (drawn once; `insurance.mandatory_purchase`)"),
+    _flag("lender_placed", "the lender renewed the policy for next year because the executed "
+          "action did not insure (insured_after is then true)"),
     _flag("relocated_after", "left this year (relocation or forced sale; leaves the simulation)"),
     _usd("loan_payment_usd", "loan payment made this year"),
     _usd("debt_after_usd", "disaster-loan balance at the end of the year"),

@@ -39,10 +39,11 @@ from governed_broker.memory.household import HouseholdMemory
 from governed_broker.seeding import child_rng
 from governed_broker.sim import finance, money
 from governed_broker.sim.damage import damages_usd
-from governed_broker.sim.effects import OptionBatch, execute, price
+from governed_broker.sim.effects import OptionBatch, Priced, execute, price
 from governed_broker.sim.fastbuild import build
 from governed_broker.sim.hazard import make_hazard
 from governed_broker.sim.households import HouseholdArrays
+from governed_broker.sim.mandatory import draw_required, lender_adds_insurance, with_insurance
 from governed_broker.sim.memory_bridge import WorldMemory
 from governed_broker.sim.network import NeighbourIndex, build_graph
 from governed_broker.sim.population import Population, load_population
@@ -185,6 +186,8 @@ class FloodModel(mesa.Model):
             loan_payment_usd=np.zeros(pop.size),
             unrepaired_usd=np.zeros(pop.size),
             sold=np.zeros(pop.size, dtype=bool),
+            insurance_required=draw_required(self.config.insurance.mandatory_purchase, pop.zone,
+                                             pop.is_owner, self.config.seed),
             taken_once={
                 a: np.zeros(pop.size, dtype=bool)
                 for a, spec in self.domain.actions.items() if spec.duration == "once"
@@ -312,10 +315,12 @@ class FloodModel(mesa.Model):
 
     def action_options(self, idx: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         """Per action: ``cost`` and ``premium`` (dollars), ``allowed`` and ``affordable``
-        masks, ``loss``.
+        masks, ``loss``, ``lender_placed``.
 
         ``loss`` is the out-of-pocket loss of a typical flood of the household's zone (the
         hazard map's typical depth) next year if the household takes the action.
+        ``lender_placed``: taking the action, the household would be insured by its lender's
+        requirement (``sim.mandatory``; cost, premium and loss then include the policy).
         """
         hh, c = self.hh, self.current
         owner = hh.is_owner[idx]
@@ -325,6 +330,15 @@ class FloodModel(mesa.Model):
             self.hazard.typical_depth_m[hh.zone_index[idx]])
         effects = {spec.effect for spec in self.domain.actions.values()}
         priced = {e: price(e, batch) for e in effects}
+        placed = {e: np.zeros(len(idx), dtype=bool) for e in effects}
+        required = hh.insurance_required[idx]
+        if required.any():
+            for e in filter(lender_adds_insurance, effects):
+                insured = price(with_insurance(e), batch)
+                placed[e] = required & finance.affordable(
+                    self.config.finance, insured.cost_usd, hh.savings_usd[idx],
+                    hh.income_usd[idx], c.payment_due_usd)
+                priced[e] = _where(placed[e], insured, priced[e])
         out: dict[str, dict[str, np.ndarray]] = {}
         for a, spec in self.domain.actions.items():
             p = priced[spec.effect]
@@ -337,7 +351,8 @@ class FloodModel(mesa.Model):
             affordable = finance.affordable(self.config.finance, p.cost_usd, hh.savings_usd[idx],
                                             hh.income_usd[idx], c.payment_due_usd)
             out[a] = {"cost": p.cost_usd, "premium": p.premium_usd, "allowed": allowed,
-                      "affordable": affordable, "loss": p.loss_usd}
+                      "affordable": affordable, "loss": p.loss_usd,
+                      "lender_placed": placed[spec.effect]}
         c.typical_damage_usd = batch.damage_here_usd()
         protective = [a for a, spec in self.domain.actions.items()
                       if traits_of(spec.effect).protective]
@@ -362,6 +377,7 @@ class FloodModel(mesa.Model):
                          for key in ("loss", "premium"))
         depth = self.hazard.typical_depth_m[hh.zone_index[idx]].tolist()
         damage = c.typical_damage_usd.tolist()
+        required = hh.insurance_required[idx].tolist()
         room = finance.spending_room_usd(self.config.finance, hh.savings_usd[idx],
                                          hh.income_usd[idx], c.payment_due_usd).tolist()
         situations = []
@@ -374,6 +390,7 @@ class FloodModel(mesa.Model):
                               "premium_usd": dict(zip(acts, premium[j], strict=True)),
                               "typical_flood": {"depth_m": depth[j], "damage_usd": damage[j]},
                               "spending_room_usd": room[j],
+                              "insurance_required": required[j],
                           }, memory))
             situations.append(build(HouseholdSituation, fields))
         return situations
@@ -458,12 +475,13 @@ class FloodModel(mesa.Model):
         rows = np.arange(len(idx))
         feasible = known & feasible_m[rows, np.where(known, wanted, 0)]
         executed = np.where(feasible, wanted, pos[self.default_action])
-        cost_m, premium_m = (np.column_stack([opt[a][key] for a in self.action_ids])
-                             for key in ("cost", "premium"))
+        cost_m, premium_m, placed_m = (np.column_stack([opt[a][key] for a in self.action_ids])
+                                       for key in ("cost", "premium", "lender_placed"))
         done = execute([self.domain.actions[a].effect for a in self.action_ids], executed,
                        cost_m[rows, executed], premium_m[rows, executed])
+        c.lender_placed = placed_m[rows, executed]
         hh.elevated[idx] |= done.elevated
-        hh.insured[idx] = done.insured  # un-renewed insurance lapses
+        hh.insured[idx] = done.insured | c.lender_placed  # un-renewed insurance lapses
         hh.relocated[idx] |= done.relocated
         for a, taken in hh.taken_once.items():
             taken[idx] |= executed == pos[a]
@@ -515,6 +533,14 @@ class FloodModel(mesa.Model):
         view = YearView(self.year, self.current, self.hh, self.zones, self.action_ids)
         self.last_agent_columns = agent_columns(view)
         self.last_model_row = model_row(view)
+
+
+def _where(mask: np.ndarray, chosen: Priced, other: Priced) -> Priced:
+    """``chosen``'s prices where ``mask`` holds, ``other``'s elsewhere (open as ``other``)."""
+    return Priced(cost_usd=np.where(mask, chosen.cost_usd, other.cost_usd),
+                  premium_usd=np.where(mask, chosen.premium_usd, other.premium_usd),
+                  loss_usd=np.where(mask, chosen.loss_usd, other.loss_usd),
+                  open_to=other.open_to)
 
 
 def _lists(value: Any) -> Any:

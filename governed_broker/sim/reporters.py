@@ -105,6 +105,8 @@ AGENT_REPORTERS: dict[str, Reporter] = {
     "premium_usd": lambda v: v.state.premium_usd,
     "elevated_after": lambda v: v.hh.elevated[v.idx].copy(),
     "insured_after": lambda v: v.hh.insured[v.idx].copy(),
+    "insurance_required": lambda v: v.hh.insurance_required[v.idx].copy(),
+    "lender_placed": lambda v: v.state.lender_placed,
     "relocated_after": lambda v: v.hh.relocated[v.idx].copy(),
     "loan_payment_usd": lambda v: v.state.payment_due_usd,
     "debt_after_usd": lambda v: v.hh.debt_usd[v.idx].copy(),

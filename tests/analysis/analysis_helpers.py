@@ -61,6 +61,8 @@ _DEFAULTS = {
     "premium_usd": 0.0,
     "elevated_after": False,
     "insured_after": False,
+    "insurance_required": False,
+    "lender_placed": False,
     "relocated_after": False,
     "loan_payment_usd": 0.0,
     "debt_after_usd": 0.0,
