@@ -361,13 +361,29 @@ class MandatoryPurchaseConfig(StrictModel):
 
 
 class InsuranceConfig(StrictModel):
-    """Flood insurance (NFIP-style): premium rates, limits, deductibles, payout share; the
-    mandatory purchase requirement (absent: no household is required to insure)."""
+    """Flood insurance (NFIP-style): how premiums are rated, limits, deductibles, payout share;
+    the mandatory purchase requirement (absent: no household is required to insure).
+
+    ``pricing``: ``legacy`` rates every home alike per $1,000 of coverage
+    (``rate_structure_per_1000_usd``, ``rate_contents_per_1000_usd``), as the NFIP's flat
+    rates outside the rated zones did; ``risk_based`` rates each home by its own flood risk, in
+    the manner of FEMA's Risk Rating 2.0: the expected annual claim, the annual chance of a
+    flood in the home's zone times what the policy would pay for a typical flood of the zone
+    at the home's first-floor height (raised by ``elevation.height_m`` when elevated). Either
+    is multiplied by ``loading`` and ``fee_usd`` is added; the rates stay in the file as the
+    legacy arm of a comparison (``sim.money.premium_usd``).
+    """
 
     source: Source
-    rate_structure_per_1000_usd: float = Field(ge=0.0, le=1000.0)
-    rate_contents_per_1000_usd: float = Field(ge=0.0, le=1000.0)
-    loading: float = Field(default=1.0, gt=0.0, le=100.0)
+    pricing: Literal["legacy", "risk_based"] = Field(default="legacy", description=(
+        "legacy: rates per $1,000 of coverage, the same everywhere; risk_based: expected "
+        "annual claim by zone and first-floor height (Risk Rating 2.0-style)"))
+    rate_structure_per_1000_usd: float = Field(ge=0.0, le=1000.0, description=(
+        "legacy pricing: dollars per $1,000 of structure coverage"))
+    rate_contents_per_1000_usd: float = Field(ge=0.0, le=1000.0, description=(
+        "legacy pricing: dollars per $1,000 of contents coverage"))
+    loading: float = Field(default=1.0, gt=0.0, le=100.0, description=(
+        "multiplies the rated premium (either pricing) before the fee"))
     fee_usd: Money = 0.0
     limit_structure_usd: Money
     limit_contents_usd: Money

@@ -327,7 +327,8 @@ class FloodModel(mesa.Model):
         batch = OptionBatch(
             self.config, self.damage_table, owner, hh.structure_value_usd[idx],
             hh.contents_value_usd[idx], hh.elevated[idx],
-            self.hazard.typical_depth_m[hh.zone_index[idx]])
+            self.hazard.typical_depth_m[hh.zone_index[idx]],
+            self.hazard.probability[hh.zone_index[idx]])
         effects = {spec.effect for spec in self.domain.actions.values()}
         priced = {e: price(e, batch) for e in effects}
         placed = {e: np.zeros(len(idx), dtype=bool) for e in effects}

@@ -37,7 +37,8 @@ def _batch(experiments, elevated) -> OptionBatch:
     table = load_damage_table(config.resolve_path(config.damage.table))
     n = len(elevated)
     return OptionBatch(config, table, np.ones(n, bool), np.full(n, 250_000.0),
-                       np.full(n, 100_000.0), np.asarray(elevated), np.full(n, 2.0))
+                       np.full(n, 100_000.0), np.asarray(elevated), np.full(n, 2.0),
+                       np.full(n, 0.02))
 
 
 def test_a_combination_sums_costs_and_judges_the_loss_with_every_part(experiments) -> None:
