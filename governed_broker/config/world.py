@@ -152,17 +152,32 @@ class GeneratedPopulation(StrictModel):
         return self
 
 
+class MarginalisedRule(StrictModel):
+    """Which households belong to a marginalised group (MG): those of the named tenures whose
+    income is below ``income_below_usd``. The attribute is for analysis (the MG-NMG gap,
+    benchmark B6); it is not stated to the decision makers, so that any gap comes from what
+    differs in the world (income, savings, tenure), not from a label."""
+
+    source: Source
+    income_below_usd: Money = Field(description="annual income below which a household is MG")
+    tenures: list[Literal["owner", "renter"]] = Field(
+        default=["owner", "renter"], min_length=1, description="tenures the rule applies to")
+
+
 class PopulationConfig(StrictModel):
     """Where the households come from: a CSV file or generated from distributions.
 
     ``file``: CSV in ``configs/populations/`` (columns documented in docs/configuration.md).
     ``generate``: distributions; ``size`` households are drawn. Exactly one must be given.
+    ``marginalised``: the rule that marks marginalised households (or a ``marginalised``
+    column of the CSV; with neither, the output column ``marginalised`` is empty).
     """
 
     source: Source
     size: int | None = Field(default=None, ge=1, le=10_000_000)
     file: FilePath | None = None
     generate: GeneratedPopulation | None = None
+    marginalised: MarginalisedRule | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> PopulationConfig:

@@ -70,6 +70,9 @@ AGENT_YEARLY: tuple[Column, ...] = (
     _text("tenure", "-", "`owner` or `renter`"),
     _text("flood_zone", "-", "zone name"),
     _usd("income_usd", "annual income", "USD/year"),
+    Column("marginalised", "bool", "bool",
+           "belongs to a marginalised group (`population.marginalised` rule or the population "
+           "CSV's column; empty: the population does not say)", nullable=True),
     _usd("savings_before_usd", "savings at the start of the year"),
     _flag("elevated_before", "home elevated at the start of the year"),
     _flag("insured_before", "policy in force during this year's flood (bought last year)"),

@@ -144,6 +144,8 @@ class FloodModel(mesa.Model):
         population = load_population(config.population, config.seed, config.resolve_path)
         self.zones = sorted(set(population.zone.tolist()))
         self.hh = self._arrays_from(population)
+        #: Marginalised group membership per household (None: the population does not say).
+        self.marginalised = population.marginalised
         self.n = population.size
         self.hazard = make_hazard(hazard_with_paths(config), self.zones, config.seed,
                                   config.years, fixed_events(config))
@@ -531,7 +533,8 @@ class FloodModel(mesa.Model):
 
     def collect_phase(self) -> None:
         """7. The year's rows for ``agents_yearly.csv`` and ``model_yearly.csv``."""
-        view = YearView(self.year, self.current, self.hh, self.zones, self.action_ids)
+        view = YearView(self.year, self.current, self.hh, self.zones, self.action_ids,
+                        self.marginalised)
         self.last_agent_columns = agent_columns(view)
         self.last_model_row = model_row(view)
 

@@ -32,6 +32,7 @@ class YearView:
         hh: Every household's state at the end of the year.
         zones: Zone names by zone index.
         action_ids: The domain's action ids, in order.
+        marginalised: Marginalised group membership of every household (None: unknown).
     """
 
     year: int
@@ -39,6 +40,13 @@ class YearView:
     hh: HouseholdArrays
     zones: list[str]
     action_ids: list[str]
+    marginalised: np.ndarray | None = None
+
+    def marginalised_column(self) -> Any:
+        """The ``marginalised`` column: membership, or empty fields where it is unknown."""
+        if self.marginalised is None:
+            return [""] * len(self.idx)
+        return self.marginalised[self.idx]
 
     @property
     def idx(self) -> np.ndarray:
@@ -69,6 +77,7 @@ AGENT_REPORTERS: dict[str, Reporter] = {
     "tenure": lambda v: np.where(v.hh.is_owner[v.idx], "owner", "renter"),
     "flood_zone": lambda v: np.asarray(v.zones, dtype=object)[v.hh.zone_index[v.idx]],
     "income_usd": lambda v: v.hh.income_usd[v.idx],
+    "marginalised": YearView.marginalised_column,
     "savings_before_usd": lambda v: v.state.savings_before_usd,
     "elevated_before": lambda v: v.state.elevated_before,
     "insured_before": lambda v: v.state.insured_before,

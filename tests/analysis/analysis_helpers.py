@@ -25,6 +25,7 @@ _DEFAULTS = {
     "tenure": "owner",
     "flood_zone": "high",
     "income_usd": 50_000.0,
+    "marginalised": None,
     "savings_before_usd": 10_000.0,
     "elevated_before": False,
     "insured_before": False,
