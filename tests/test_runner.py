@@ -12,16 +12,16 @@ from governed_broker.runner import OutputExistsError, partial_dir, run_experimen
 from governed_broker.sim import AGENT_COLUMNS, model_columns
 
 CONTRACT_AGENT = (
-    "year, agent_id, tenure, flood_zone, income_usd, savings_before_usd, elevated_before, "
-    "insured_before, flooded, depth_m, effective_depth_m, damage_structure_usd, "
-    "damage_contents_usd, damage_usd, payout_usd, out_of_pocket_usd, aid_usd, "
-    "repaired_from_savings_usd, loan_usd, unrepaired_usd, years_since_flood, "
+    "year, agent_id, tenure, flood_zone, income_usd, marginalised, savings_before_usd, "
+    "elevated_before, insured_before, flooded, depth_m, effective_depth_m, "
+    "damage_structure_usd, damage_contents_usd, damage_usd, payout_usd, out_of_pocket_usd, "
+    "aid_usd, repaired_from_savings_usd, loan_usd, unrepaired_usd, years_since_flood, "
     "floods_experienced, neighbour_insured_share, neighbour_elevated_share, "
     "neighbour_relocated_share, trust_insurance, trust_neighbours, threat_score, coping_score, "
     "threat_label, coping_label, proposed_action, executed_action, status, retries, feasible, "
     "could_protect, action_cost_usd, premium_usd, elevated_after, insured_after, "
-    "relocated_after, loan_payment_usd, debt_after_usd, savings_after_usd, forced_sale, "
-    "decision_maker"
+    "insurance_required, lender_placed, relocated_after, loan_payment_usd, debt_after_usd, "
+    "savings_after_usd, forced_sale, decision_maker"
 )
 #: A small world where zone high floods every other year, every home at once, and half the
 #: households live there: enough flooded households to see every kind of decision.
