@@ -25,9 +25,8 @@ from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import fixed_events, hazard_with_paths
 from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.contracts.decision import HouseholdSituation
-from governed_broker.sim import money
+from governed_broker.sim import finance, money
 from governed_broker.sim.damage import damages_usd
-from governed_broker.sim import finance
 from governed_broker.sim.effects import OptionBatch, price
 from governed_broker.sim.hazard import make_hazard
 from governed_broker.validity.battery import VignetteSpec
