@@ -134,7 +134,7 @@ def test_llm_run_with_reflection_resumes_identically(experiments, tmp_path, monk
            "cache": {"mode": "off"}}
     settings = ["years=5", "population.size=12", "memory.engine=humancentric",
                 "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
-                "hazard.zones.high.annual_probability=0.6"]
+                "hazard.zones.high.annual_probability=0.6", "hazard.zones.high.flooded_share=1"]
     config = experiments.config(settings)
     reference = run_experiment(config, tmp_path / "reference", progress=False).out_dir
     out = tmp_path / "run"

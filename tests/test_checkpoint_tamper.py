@@ -142,7 +142,7 @@ def _llm_settings(repo_root: Path) -> list[str]:
            "cache": {"mode": "off"}}
     return ["years=4", "population.size=8", "memory.engine=humancentric",
             "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
-            "hazard.zones.high.annual_probability=0.6"]
+            "hazard.zones.high.annual_probability=0.6", "hazard.zones.high.flooded_share=1"]
 
 
 @pytest.mark.parametrize("name", ["decisions.jsonl", "reflections.jsonl"])

@@ -32,14 +32,15 @@ TABLES = ("agents_yearly.csv", "model_yearly.csv")
 
 #: Fixture -> the ``--set`` overrides ``make_fixtures.py`` ran ``experiments/baseline.yaml`` with.
 RUNS = {
-    "baseline_run": ["population.size=30", "years=8"],
-    "ablation/no_elevation_subsidy/seed_2": [
-        "population.size=20", "years=8", "seed=2", "outputs.plots=false",
+    "baseline_run": ["population.size=30", "years=8", "seed=31"],
+    "ablation/no_elevation_subsidy/seed_17": [
+        "population.size=20", "years=8", "seed=17", "outputs.plots=false",
         "elevation.subsidy_share=0.0"],
     "scripted_broker_run": [
         "population.size=10", "years=3", "decision.maker=llm",
         f"llm={{backend: scripted, script: {FIXTURES / 'scripted_governance.yaml'}, "
-        "model: governance-paths}", "outputs.plots=false"],
+        "model: governance-paths, cache: {mode: 'off'}}", "outputs.plots=false",
+        "population.generate.zone_shares={high: 0.5, low: 0.5}"],
 }
 
 

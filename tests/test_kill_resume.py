@@ -87,7 +87,7 @@ def test_governed_llm_run_survives_random_kills(experiments, tmp_path, repo_root
            "cache": {"mode": "off"}}
     settings = ["years=12", "population.size=120", "memory.engine=humancentric",
                 "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
-                "hazard.zones.high.annual_probability=0.6"]
+                "hazard.zones.high.annual_probability=0.6", "hazard.zones.high.flooded_share=1"]
     reference = run_experiment(experiments.config(settings), tmp_path / "reference",
                                progress=False).out_dir
     path = experiments.write(experiments.data(), "kill.yaml")
@@ -132,7 +132,7 @@ def test_a_30_year_governed_run_killed_twice_resumes_identically(experiments, tm
            "cache": {"mode": "off"}}
     settings = ["years=30", "population.size=40", "memory.engine=humancentric",
                 "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
-                "hazard.zones.high.annual_probability=0.4"]
+                "hazard.zones.high.annual_probability=0.4", "hazard.zones.high.flooded_share=1"]
     reference = run_experiment(experiments.config(settings), tmp_path / "reference",
                                progress=False).out_dir
     out = tmp_path / "killed"

@@ -14,19 +14,26 @@ from governed_broker.sim import AGENT_COLUMNS, model_columns
 CONTRACT_AGENT = (
     "year, agent_id, tenure, flood_zone, income_usd, savings_before_usd, elevated_before, "
     "insured_before, flooded, depth_m, effective_depth_m, damage_structure_usd, "
-    "damage_contents_usd, damage_usd, payout_usd, out_of_pocket_usd, years_since_flood, "
+    "damage_contents_usd, damage_usd, payout_usd, out_of_pocket_usd, aid_usd, "
+    "repaired_from_savings_usd, loan_usd, unrepaired_usd, years_since_flood, "
     "floods_experienced, neighbour_insured_share, neighbour_elevated_share, "
     "neighbour_relocated_share, trust_insurance, trust_neighbours, threat_score, coping_score, "
     "threat_label, coping_label, proposed_action, executed_action, status, retries, feasible, "
-    "action_cost_usd, premium_usd, elevated_after, insured_after, relocated_after, "
-    "savings_after_usd, decision_maker"
+    "could_protect, action_cost_usd, premium_usd, elevated_after, insured_after, "
+    "relocated_after, loan_payment_usd, debt_after_usd, savings_after_usd, forced_sale, "
+    "decision_maker"
 )
+#: A small world where zone high floods every other year, every home at once, and half the
+#: households live there: enough flooded households to see every kind of decision.
+FLOODED_WORLD = ("population.generate.zone_shares={high: 0.5, low: 0.5}",
+                 "hazard.zones.high.annual_probability=0.5", "hazard.zones.high.flooded_share=1")
 CONTRACT_MODEL = (
     "year, n_households, n_active, n_flooded, flood_occurred, share_insured, share_elevated, "
     "share_relocated, share_insured_and_elevated, share_no_measure, total_damage_usd, "
-    "total_payout_usd, total_premiums_usd, total_action_costs_usd, mean_depth_flooded_m, "
-    "n_do_nothing, n_buy_insurance, n_elevate_house, n_relocate, n_rejected, n_retries, "
-    "n_infeasible"
+    "total_payout_usd, total_premiums_usd, total_action_costs_usd, total_aid_usd, "
+    "total_loans_usd, total_unrepaired_usd, n_forced_sales, mean_depth_flooded_m, "
+    "n_do_nothing, n_buy_insurance, n_elevate_house, n_elevate_and_insure, n_relocate, "
+    "n_rejected, n_retries, n_infeasible"
 )
 
 
@@ -127,7 +134,7 @@ def test_action_counts_follow_the_domain(experiments, tmp_path, repo_root) -> No
     domain.write_text(text.replace("buy_insurance", "insure_home"))
     data = experiments.data()
     data["agent_types"] = str(domain)
-    config = experiments.config(["years=4"], data=data)
+    config = experiments.config(["years=4", *FLOODED_WORLD], data=data)
     run_experiment(config, tmp_path / "run", progress=False)
     model = pd.read_csv(tmp_path / "run" / "model_yearly.csv")
     agents = pd.read_csv(tmp_path / "run" / "agents_yearly.csv")

@@ -9,21 +9,40 @@ targets in range::
 
 (the lineage's "EPI"). Targets that cannot be computed never count as passed or failed.
 
-Measures (fractions 0..1; "end" = active, non-relocated households after execution in the last
-simulated year):
+Measures (fractions 0..1 unless a unit is given; "end" = active, non-relocated households
+after execution in the last simulated year):
 
-================================  ============================================================
-``insured_share_sfha_end``        insured share of end households in ``sfha_zones``
-``insured_share_end``             insured share of end households, all zones
-``elevated_share_end``            elevated share of end households
-``relocated_share_end``           relocated share of the initial population by the last year
-``post_flood_inaction``           executed ``do_nothing`` share of flooded household-years
-``mg_nmg_gap``                    ever-adapted share of non-marginalised minus marginalised
-                                  households (needs a boolean ``marginalised`` column)
-``repetitive_loss_uninsured``     uninsured share of end households with >= 2 floods
-``annual_lapse``                  share of household-years with a policy in force
-                                  (``insured_before``) that did not renew (not relocating)
-================================  ============================================================
+=================================  ===========================================================
+``insured_share_sfha_end``         insured share of end households in ``sfha_zones``
+``insured_share_end``              insured share of end households, all zones
+``elevated_share_end``             elevated share of end households
+``relocated_share_end``            share of the initial population that relocated by choice
+                                   by the last year (forced sales are not relocations)
+``post_flood_inaction``            executed no-effect share of the flooded household-years of
+                                   households that could act: not elevated before the flood,
+                                   some protective action open and affordable
+                                   (``could_protect``), and not a broker fallback
+                                   (``analysis.responses.post_flood_inaction`` reports the
+                                   others apart)
+``mg_nmg_gap``                     ever-adapted share of non-marginalised minus marginalised
+                                   households (needs a boolean ``marginalised`` column)
+``repetitive_loss_uninsured``      uninsured share of end households with >= 2 floods
+``annual_lapse``                   share of household-years with a policy in force
+                                   (``insured_before``) that did not renew (not relocating)
+``post_flood_policy_rise``         relative change of the policies a zone holds in the year of
+                                   a flood reaching its homes: policies for next year
+                                   (``insured_after``, stayers) over the policies in force that
+                                   year (``insured_before``) minus 1, mean over such zone-years
+``post_flood_rise_years``          years (unit) until a zone's policies are back at or below
+                                   their level before a flood that raised them, mean over
+                                   floods followed by no other flood in the zone until then
+                                   (floods whose rise outlasts the run or another flood are
+                                   left out)
+``median_policy_tenure``           years (unit): Kaplan-Meier median years in force of the
+                                   policies started during the run (``analysis.hindcast.
+                                   tenure_median``: censored when the run ends or the
+                                   household leaves)
+=================================  ===========================================================
 """
 
 from __future__ import annotations
@@ -33,12 +52,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 import yaml
 from pydantic import Field, ValidationError, model_validator
+from scipy import stats
 
 from governed_broker.analysis.errors import AnalysisInputError
-from governed_broker.analysis.schema import effects_of
+from governed_broker.analysis.hindcast import tenure_median
+from governed_broker.analysis.responses import post_flood_rows
 from governed_broker.analysis.trajectories import household_states
 from governed_broker.analysis.version import METRIC_VERSION
 from governed_broker.config.base import StrictModel
@@ -47,12 +69,13 @@ DEFAULT_BENCHMARKS = Path(__file__).resolve().parents[2] / "configs" / "benchmar
 
 
 class Target(StrictModel):
-    """One empirical target."""
+    """One empirical target (``unit``: ``fraction``, a share in 0..1, or ``years``)."""
 
     id: str
     name: str
     measure: str
     range: tuple[float, float]
+    unit: Literal["fraction", "years"] = "fraction"
     weight: float = Field(gt=0)
     source: str = Field(min_length=1)
     requires: str | None = None
@@ -60,8 +83,10 @@ class Target(StrictModel):
     @model_validator(mode="after")
     def _check_range(self) -> Target:
         low, high = self.range
-        if not 0 <= low <= high <= 1:
-            raise ValueError(f"range must satisfy 0 <= low <= high <= 1, got {list(self.range)}")
+        top = 1 if self.unit == "fraction" else float("inf")
+        if not 0 <= low <= high <= top:
+            raise ValueError(f"range must satisfy 0 <= low <= high <= {top} ({self.unit}), got "
+                             f"{list(self.range)}")
         if self.measure not in MEASURES:
             raise ValueError(f"unknown measure {self.measure!r}; known: {sorted(MEASURES)}")
         return self
@@ -149,15 +174,17 @@ def _elevated_share_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureVal
 
 
 def _relocated_share_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
-    states = household_states(agents)
-    last = states[states["year"] == states["year"].max()]
-    return _share(last["state"] == "relocated", "households")
+    population = agents.loc[agents["year"] == agents["year"].min(), "agent_id"].nunique()
+    left = agents[agents["relocated_after"].astype(bool) & ~agents["forced_sale"].astype(bool)]
+    if population == 0:
+        return MeasureValue(None, 0, "no households")
+    return MeasureValue(left["agent_id"].nunique() / population, int(population))
 
 
 def _post_flood_inaction(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
-    flooded = agents[agents["flooded"].astype(bool)]
-    inaction = effects_of(flooded, "executed_action") == "none"
-    return _share(inaction, "flooded household-years")
+    rows = post_flood_rows(agents)
+    counted = rows[rows["group"] == "could_act"]
+    return _share(counted["inaction"], "flooded household-years of households that could act")
 
 
 def _mg_nmg_gap(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
@@ -185,6 +212,55 @@ def _annual_lapse(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
     return _share(~rows["insured_after"].astype(bool), "household-years with a policy in force")
 
 
+def _zone_policies(agents: pd.DataFrame) -> pd.DataFrame:
+    """Per zone and year: policies in force (``before``), policies for next year held by the
+    households that stay (``after``) and whether a flood reached a home of the zone."""
+    stay = ~agents["relocated_after"].astype(bool)
+    frame = pd.DataFrame({
+        "year": agents["year"].astype(int), "zone": agents["flood_zone"],
+        "before": agents["insured_before"].astype(int),
+        "after": (agents["insured_after"].astype(bool) & stay).astype(int),
+        "flood": agents["flooded"].astype(bool)})
+    return frame.groupby(["zone", "year"]).agg(before=("before", "sum"), after=("after", "sum"),
+                                               flood=("flood", "any")).reset_index()
+
+
+def _post_flood_policy_rise(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    zy = _zone_policies(agents)
+    floods = zy[zy["flood"] & (zy["before"] > 0)]
+    if floods.empty:
+        return MeasureValue(None, 0, "no flood reached a zone holding policies")
+    rise = floods["after"] / floods["before"] - 1.0
+    return MeasureValue(float(rise.mean()), int(len(floods)))
+
+
+def _post_flood_rise_years(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    durations = []
+    for _, zone in _zone_policies(agents).groupby("zone"):
+        zone = zone.sort_values("year").reset_index(drop=True)
+        for i in np.flatnonzero(zone["flood"].to_numpy()):
+            level = zone.loc[i, "before"]
+            if zone.loc[i, "after"] <= level:
+                continue  # no rise to decay
+            for j in range(i + 1, len(zone)):
+                if zone.loc[j, "flood"]:
+                    break  # another flood first: censored
+                if zone.loc[j, "after"] <= level:
+                    durations.append(int(zone.loc[j, "year"] - zone.loc[i, "year"]))
+                    break
+    if not durations:
+        return MeasureValue(None, 0, "no post-flood rise that decayed within the run")
+    return MeasureValue(float(np.mean(durations)), len(durations))
+
+
+def _median_policy_tenure(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    median = tenure_median(agents)
+    if np.isnan(median):
+        return MeasureValue(None, 0, "no policy bought during the run lapsed before half of "
+                                     "them had (or none was bought)")
+    return MeasureValue(float(median), int(agents["agent_id"].nunique()))
+
+
 MEASURES: dict[str, Callable[[pd.DataFrame, BenchmarkSet], MeasureValue]] = {
     "insured_share_sfha_end": _insured_share_sfha_end,
     "insured_share_end": _insured_share_end,
@@ -194,6 +270,9 @@ MEASURES: dict[str, Callable[[pd.DataFrame, BenchmarkSet], MeasureValue]] = {
     "mg_nmg_gap": _mg_nmg_gap,
     "repetitive_loss_uninsured": _repetitive_loss_uninsured,
     "annual_lapse": _annual_lapse,
+    "post_flood_policy_rise": _post_flood_policy_rise,
+    "post_flood_rise_years": _post_flood_rise_years,
+    "median_policy_tenure": _median_policy_tenure,
 }
 
 
@@ -307,3 +386,85 @@ def fit_to_benchmarks(agents: pd.DataFrame, bench: BenchmarkSet | None = None) -
         flags=_flags(agents, bench, table),
         benchmarks_version=bench.version,
     )
+
+
+@dataclass
+class ReplicateFit:
+    """The fit of replicate runs (e.g. seeds) of one experiment to a benchmark set.
+
+    Attributes:
+        table: One row per target: ``id, name, n, mean, ci_low, ci_high, low, high, weight,
+            share_in_range, status`` (mean and Student-t interval of the measured value over
+            the replicates where it is computable; ``status`` judges the mean:
+            in_range / out_of_range / not_computable; ``share_in_range``: share of
+            replicates in range).
+        scores: The score of every replicate (NaN where none is computable).
+        score_mean, score_ci: Mean score and its interval (NaN bounds with one replicate).
+        passed: ``score_mean >= pass_mark`` (None when no replicate has a score).
+        confidence: Level of the intervals.
+    """
+
+    table: pd.DataFrame
+    scores: list[float]
+    score_mean: float | None
+    score_ci: tuple[float, float]
+    pass_mark: float
+    passed: bool | None
+    confidence: float
+    benchmarks_version: str
+    metric_version: str = METRIC_VERSION
+
+
+def mean_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t confidence interval of ``values`` (NaN entries dropped).
+
+    Returns:
+        ``(mean, low, high)``; the bounds are NaN with fewer than two values (never a fake
+        zero width), all three NaN with none.
+    """
+    data = np.asarray([v for v in values if v is not None and not np.isnan(v)], dtype=float)
+    if data.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(data.mean())
+    if data.size < 2:
+        return mean, float("nan"), float("nan")
+    half = float(stats.t.ppf((1 + confidence) / 2, data.size - 1) * data.std(ddof=1)
+                 / np.sqrt(data.size))
+    return mean, mean - half, mean + half
+
+
+def fit_replicates(tables: list[pd.DataFrame], bench: BenchmarkSet | None = None,
+                   confidence: float = 0.95) -> ReplicateFit:
+    """``fit_to_benchmarks`` on every replicate run, summarised with intervals.
+
+    Args:
+        tables: Typed agent tables of replicate runs (same experiment, different seeds).
+        bench: Benchmarks (default: ``load_benchmarks()``).
+        confidence: Level of the Student-t intervals across replicates.
+    """
+    if not tables:
+        raise AnalysisInputError("fit_replicates needs at least one run")
+    bench = bench or load_benchmarks()
+    fits = [fit_to_benchmarks(agents, bench) for agents in tables]
+    rows = []
+    for target in bench.targets:
+        values = [float(f.table.set_index("id").loc[target.id, "value"]) for f in fits]
+        present = [v for v in values if v == v]
+        mean, low_ci, high_ci = mean_interval(present, confidence)
+        low, high = target.range
+        rows.append({
+            "id": target.id, "name": target.name, "n": len(present), "mean": mean,
+            "ci_low": low_ci, "ci_high": high_ci, "low": low, "high": high,
+            "weight": target.weight,
+            "share_in_range": (sum(low <= v <= high for v in present) / len(present)
+                               if present else float("nan")),
+            "status": _status(mean if present else None, low, high),
+        })
+    scores = [float("nan") if f.score is None else f.score for f in fits]
+    score_mean, score_low, score_high = mean_interval(scores, confidence)
+    has_score = score_mean == score_mean
+    return ReplicateFit(
+        table=pd.DataFrame(rows), scores=scores,
+        score_mean=score_mean if has_score else None, score_ci=(score_low, score_high),
+        pass_mark=bench.pass_mark, passed=(score_mean >= bench.pass_mark) if has_score else None,
+        confidence=confidence, benchmarks_version=bench.version)

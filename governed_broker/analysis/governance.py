@@ -2,7 +2,8 @@
 
 *Workload* (from ``agents_yearly.csv``): how often the broker had to re-ask or overrule the
 LLM. ``retries`` is the number of re-asks after the first attempt; ``status`` is one of
-``baseline``, ``approved``, ``retry_approved``, ``rejected``, ``parse_failed``.
+``contracts.decision.DECISION_STATUSES`` (``baseline``, ``approved``, ``retry_approved``,
+``unresolved``, ``rejected``, ``parse_failed``).
 
 *Infeasible proposals*: decisions whose proposal violated an identity/physical or
 affordability rule (e.g. elevating an already elevated home, a renter elevating, an action
@@ -24,8 +25,9 @@ import pandas as pd
 from governed_broker.analysis._grouping import as_columns
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.version import METRIC_VERSION, stamp
+from governed_broker.contracts.decision import DECISION_STATUSES
 
-STATUSES = ("baseline", "approved", "retry_approved", "rejected", "parse_failed")
+STATUSES = DECISION_STATUSES
 INFEASIBILITY_CATEGORIES = frozenset({"identity", "financial"})
 
 
@@ -113,3 +115,47 @@ def infeasible_proposal_rate(
         "source": source,
         "metric_version": METRIC_VERSION,
     }
+
+
+def _labels(attempt: Mapping[str, Any]) -> tuple[Any, Any, Any] | None:
+    parsed = attempt.get("parsed") if isinstance(attempt, Mapping) else None
+    if not parsed:
+        return None
+    return ((parsed.get("threat_appraisal") or {}).get("label"),
+            (parsed.get("coping_appraisal") or {}).get("label"), parsed.get("decision"))
+
+
+def label_changes_on_retry(decisions: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """How often a governance re-ask changed the model's appraisal rather than its choice.
+
+    Among audited decisions that were re-asked after a rule blocked them
+    (``retries_by_kind.governance`` >= 1) and have at least two parsed attempts, compares the
+    first parsed attempt with the last: a changed threat or coping label means the model
+    answered the rule's feedback by re-rating the situation (the feedback offers "or explain
+    a lower appraisal"); a changed action, by choosing differently.
+
+    Returns:
+        ``{"n_retried", "n_labels_changed", "n_action_changed", "n_labels_only",
+        "share_labels_changed", "share_labels_only", "metric_version"}``: ``n_labels_only``
+        counts decisions whose labels changed but whose action did not; shares are of
+        ``n_retried`` (NaN when none).
+    """
+    retried = changed = acted = labels_only = 0
+    for number, record in enumerate(decisions, start=1):
+        attempts = record.get("attempts")
+        if not isinstance(attempts, list):
+            raise AnalysisInputError(f"decisions.jsonl record {number}: 'attempts' must be a list")
+        kinds = record.get("retries_by_kind") or {}
+        parsed = [p for p in (_labels(a) for a in attempts) if p is not None]
+        if int(kinds.get("governance", 0)) < 1 or len(parsed) < 2:
+            continue
+        retried += 1
+        first, last = parsed[0], parsed[-1]
+        relabelled, new_action = first[:2] != last[:2], first[2] != last[2]
+        changed += relabelled
+        acted += new_action
+        labels_only += relabelled and not new_action
+    share = (lambda n: n / retried) if retried else (lambda n: float("nan"))
+    return {"n_retried": retried, "n_labels_changed": changed, "n_action_changed": acted,
+            "n_labels_only": labels_only, "share_labels_changed": share(changed),
+            "share_labels_only": share(labels_only), "metric_version": METRIC_VERSION}

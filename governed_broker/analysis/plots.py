@@ -31,7 +31,7 @@ STATE_COLOURS = {
     "share_relocated": ("relocated", "#55a868"),
 }
 _LABEL_HEX = ["#2c7bb6", "#abd9e9", "#ffffbf", "#fdae61", "#d7191c"]
-_STATUS_HEX = ["#999999", "#1a9850", "#91cf60", "#d73027", "#fc8d59"]
+_STATUS_HEX = ["#999999", "#1a9850", "#91cf60", "#fee08b", "#d73027", "#fc8d59"]
 STATUS_COLOURS = dict(zip(STATUSES, _STATUS_HEX, strict=True))
 
 

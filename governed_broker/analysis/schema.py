@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: recorded it (those could not rename actions) and for tables built by hand.
 DEFAULT_ACTION_EFFECTS: dict[str, str] = {
     "do_nothing": "none", "buy_insurance": "insure", "elevate_house": "elevate",
-    "relocate": "relocate",
+    "elevate_and_insure": "elevate+insure", "relocate": "relocate",
 }
 #: The default action set (entropy of tables without a run's domain).
 ACTIONS: tuple[str, ...] = tuple(DEFAULT_ACTION_EFFECTS)
@@ -58,7 +58,8 @@ NULLABLE_AGENT_COLUMNS = frozenset(c.name for c in AGENT_YEARLY if c.nullable)
 
 
 def effects_of(agents: pd.DataFrame, column: str) -> pd.Series:
-    """The effect (``none``, ``insure``, ``elevate``, ``relocate``) of each row's action.
+    """The effect (``none``, ``insure``, ``elevate``, ``relocate``, or a combination such as
+    ``elevate+insure``) of each row's action.
 
     The action -> effect map is the run's own domain, which ``load_run`` / ``load_sweep`` put
     in ``agents.attrs["action_effects"]`` (it travels with copies and filtered tables); a table

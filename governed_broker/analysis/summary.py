@@ -10,9 +10,14 @@ import pandas as pd
 from governed_broker.analysis.behaviour import irrational_behaviour_rate
 from governed_broker.analysis.benchmarks import BenchmarkFit, BenchmarkSet, fit_to_benchmarks
 from governed_broker.analysis.diversity import decision_entropy
-from governed_broker.analysis.governance import governance_workload, infeasible_proposal_rate
+from governed_broker.analysis.governance import (
+    governance_workload,
+    infeasible_proposal_rate,
+    label_changes_on_retry,
+)
 from governed_broker.analysis.loaders import RunData
 from governed_broker.analysis.losses import losses_by_year
+from governed_broker.analysis.responses import insurance_response, post_flood_inaction
 from governed_broker.analysis.trajectories import adaptation_trajectories
 from governed_broker.analysis.version import METRIC_VERSION
 
@@ -32,6 +37,10 @@ class RunSummary:
         workload: ``governance_workload`` by year; workload_overall: pooled.
         entropy: ``decision_entropy`` by year; entropy_overall: pooled (float).
         fit: ``fit_to_benchmarks``.
+        flood_responses: ``insurance_response`` (flooded versus dry households, by zone-year).
+        post_flood: ``post_flood_inaction`` by group (could act, elevated, without means,
+            broker fallback).
+        label_changes: ``label_changes_on_retry`` (None without a broker audit).
         metric_version: ``METRIC_VERSION``.
     """
 
@@ -49,6 +58,9 @@ class RunSummary:
     entropy: pd.DataFrame
     entropy_overall: float
     fit: BenchmarkFit
+    flood_responses: pd.DataFrame
+    post_flood: pd.DataFrame
+    label_changes: dict[str, Any] | None
     metric_version: str = field(default=METRIC_VERSION)
 
     def headline(self) -> dict[str, Any]:
@@ -67,6 +79,10 @@ class RunSummary:
             "retries_per_decision": float(self.workload_overall["retries_per_decision"].iloc[0]),
             "entropy": self.entropy_overall,
             "benchmark_score": self.fit.score,
+            "flooded_minus_dry_insurance_change": float(self.flood_responses["difference"]
+                                                        .mean()),
+            "share_labels_changed_on_retry": (float("nan") if self.label_changes is None
+                                              else self.label_changes["share_labels_changed"]),
         }
 
 
@@ -101,4 +117,7 @@ def summarise_run(run: RunData, bench: BenchmarkSet | None = None) -> RunSummary
         entropy_overall=float(decision_entropy(agents, by=None, actions=list(run.actions))
                               ["entropy"].iloc[0]),
         fit=fit_to_benchmarks(agents, bench),
+        flood_responses=insurance_response(agents),
+        post_flood=post_flood_inaction(agents),
+        label_changes=None if run.decisions is None else label_changes_on_retry(run.decisions),
     )

@@ -5,7 +5,7 @@ string, so numbers in a paper can be traced to the exact definitions that produc
 it whenever the definition of any measure changes (not for refactors that keep the numbers).
 """
 
-METRIC_VERSION = "gb-metrics-1.0"
+METRIC_VERSION = "gb-metrics-2.0"
 
 
 def stamp(frame):

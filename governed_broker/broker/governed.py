@@ -26,7 +26,12 @@ from governed_broker.cognition.repair import ParseResult, parse_decision
 from governed_broker.cognition.schema import DecisionReply
 from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceConfig
-from governed_broker.contracts.decision import Decision, HouseholdSituation, ReflectionTarget
+from governed_broker.contracts.decision import (
+    FALLBACK_STATUSES,
+    Decision,
+    HouseholdSituation,
+    ReflectionTarget,
+)
 from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse, Sampling
 from governed_broker.seeding import child_seed
@@ -228,7 +233,7 @@ class GovernedBroker:
             if not conv.last_errors:
                 return "retry_approved" if conv.retries["governance"] else "approved"
             if conv.retries["governance"] >= budget.max_retries:
-                return "rejected"
+                return "unresolved" if self.rules.keeps(conv.last_errors) else "rejected"
             issues = [(o.rule_id, o.message) for o in conv.last_errors]
             feedback = self.context.feedback_governance(issues[: budget.max_reports_per_retry])
             self._reask(conv, "governance", response, feedback)
@@ -291,7 +296,7 @@ class GovernedBroker:
     def _finish(self, conv: _Conversation, status: str) -> Decision:
         s, reply = conv.situation, conv.last_reply
         backstop = None
-        if status in ("approved", "retry_approved"):
+        if status in ("approved", "retry_approved", "unresolved"):
             assert reply is not None
             backstop = self._infeasibility(s, reply.decision)
             action = self.fallback_action if backstop else reply.decision
@@ -322,12 +327,16 @@ class GovernedBroker:
                 f"no readable reply after {len(conv.attempts)} attempt(s) "
                 f"({conv.last_parse_error}); executed {self.fallback_action}"
             )
+        ids = ", ".join(o.rule_id for o in conv.last_errors)
         if status == "rejected":
-            ids = ", ".join(o.rule_id for o in conv.last_errors)
             return (
                 f"still violated {ids} after {conv.retries['governance']} re-ask(s); "
                 f"executed {self.fallback_action}"
             )
+        if status == "unresolved":
+            assert conv.last_reply is not None
+            return (f"kept its proposal against {ids} after {conv.retries['governance']} "
+                    f"re-ask(s) (the rules declare on_exhausted: keep): {conv.last_reply.reason}")
         assert conv.last_reply is not None
         return conv.last_reply.reason
 
@@ -366,7 +375,9 @@ class GovernedBroker:
             "final_proposal": reply.decision if reply else None,
             "executed_action": action,
             "status": status,
-            "fallback": status in ("rejected", "parse_failed"),
+            "fallback": status in FALLBACK_STATUSES,
+            "unresolved_rules": [o.rule_id for o in conv.last_errors]
+            if status == "unresolved" else [],
             "backstop": backstop,
             "threat_label": reply.threat_appraisal.label if reply else None,
             "coping_label": reply.coping_appraisal.label if reply else None,

@@ -22,6 +22,7 @@ from governed_broker.cognition.schema import DecisionReply
 from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceRule, GovernanceRules, NumericTest
 from governed_broker.contracts.decision import HouseholdSituation
+from governed_broker.contracts.effects import traits_of
 
 logger = logging.getLogger(__name__)
 
@@ -85,12 +86,24 @@ def _test_holds(value: Any, test: Any) -> bool:
     return value == test
 
 
-def condition_holds(rule: GovernanceRule, situation: HouseholdSituation, reply: Any) -> bool:
+def can_protect(situation: HouseholdSituation, protective: frozenset[str]) -> bool:
+    """Whether an action with a protective effect is allowed and affordable this year."""
+    return any(a in protective and bool(situation.affordable.get(a, True))
+               for a in situation.allowed_actions)
+
+
+def condition_holds(rule: GovernanceRule, situation: HouseholdSituation, reply: Any,
+                    protective: frozenset[str] = frozenset()) -> bool:
     """Whether ``rule.when`` holds for this situation and proposal (all tests AND-ed).
 
     A state test on a mapping key the situation lacks does not hold.
+
+    Args:
+        protective: Ids of the actions whose effect is protective (for ``can_protect``).
     """
     cond = rule.when
+    if cond.can_protect is not None and can_protect(situation, protective) != cond.can_protect:
+        return False
     if cond.threat is not None and reply.threat_appraisal.label not in cond.threat:
         return False
     if cond.coping is not None and reply.coping_appraisal.label not in cond.coping:
@@ -156,6 +169,9 @@ class RuleSet:
             for rule in rules.rules
             if rule.severity.for_profile(profile) != "off"
         ]
+        self.protective = frozenset(a for a in registry.ids
+                                    if traits_of(registry[a].effect).protective)
+        self.on_exhausted = {rule.id: rule.on_exhausted for rule in rules.rules}
 
     @staticmethod
     def _check_field(rule_id: str, path: str) -> None:
@@ -186,6 +202,10 @@ class RuleSet:
             raise ConfigError(text + " (set governance.dead_zone_check: warn to allow it)")
         logger.warning(text)
 
+    def keeps(self, outcomes: list[RuleOutcome]) -> bool:
+        """Whether every violated rule declares ``on_exhausted: keep`` (see the rule model)."""
+        return bool(outcomes) and all(self.on_exhausted[o.rule_id] == "keep" for o in outcomes)
+
     def evaluate(self, situation: HouseholdSituation, reply: DecisionReply) -> list[RuleOutcome]:
         """Evaluate the active rules that apply to ``reply.decision``, in table order."""
         outcomes = []
@@ -193,7 +213,7 @@ class RuleSet:
         for rule, severity in self.active:
             if reply.decision not in rule.actions:
                 continue
-            fired = condition_holds(rule, situation, reply)
+            fired = condition_holds(rule, situation, reply, self.protective)
             message = ""
             if fired:
                 values = values or message_values(situation, reply)

@@ -111,18 +111,6 @@ def flood_chance(probability: float) -> str:
     return f"1 in {round(1 / probability):,} ({probability * 100:.3g}%)"
 
 
-def times(n: int) -> str:
-    """``once``, ``twice``, ``3 times``."""
-    return {1: "once", 2: "twice"}.get(n, f"{n} times")
-
-
-def years_ago(years: int) -> str:
-    """``this year``, ``1 year ago``, ``3 years ago``."""
-    if years <= 0:
-        return "this year"
-    return "1 year ago" if years == 1 else f"{years} years ago"
-
-
 def _year_text(year: float) -> str:
     return str(int(year)) if float(year).is_integer() else f"{year:g}"
 
@@ -322,17 +310,23 @@ class ContextBuilder:
                 lines.append(t.render("payout_line", payout=money(s.payout_usd)))
         else:
             lines.append(t.text("situation_no_flood"))
-        if s.years_since_flood is None or s.floods_experienced == 0:
-            lines.append(t.text("flood_history_never"))
+        if s.tenure == "renter":
+            lines.append(t.render("home_values_renter", contents=money(s.contents_value_usd)))
         else:
-            lines.append(
-                t.render(
-                    "flood_history",
-                    times=times(s.floods_experienced),
-                    years_since=years_ago(s.years_since_flood),
-                )
-            )
+            lines.append(t.render("home_values_owner", structure=money(s.structure_value_usd),
+                                  contents=money(s.contents_value_usd)))
+        typical = s.extra.get("typical_flood")
+        if typical and typical.get("damage_usd", 0.0) > 0:
+            lines.append(t.render("typical_flood", depth=f"{typical['depth_m']:.1f} m",
+                                  damage=money(typical["damage_usd"])))
         lines.append(t.render("savings_line", savings=money(s.savings_usd)))
+        if "spending_room_usd" in s.extra:
+            lines.append(t.render("spending_room_line",
+                                  room=money(float(s.extra["spending_room_usd"]))))
+        if s.debt_usd > 0:
+            lines.append(t.render("debt_line", debt=money(s.debt_usd)))
+        if s.unrepaired_damage_usd > 0:
+            lines.append(t.render("unrepaired_line", unrepaired=money(s.unrepaired_damage_usd)))
         lines.append(t.text("insured_yes" if s.insured else "insured_no"))
         if s.tenure != "renter":
             lines.append(t.text("elevated_yes" if s.elevated else "elevated_no"))
@@ -383,11 +377,13 @@ class ContextBuilder:
     def _choice(self, s: HouseholdSituation) -> str:
         t = self.templates
         lines = [t.text("choice_header")]
+        flood_costs = s.extra.get("loss_if_flood_usd", {})
         for action in s.allowed_actions:
             cost = float(s.action_costs_usd.get(action, 0.0))
             affordable = bool(s.affordable.get(action, True))
             if action not in self.action_descriptions:
                 raise ValueError(f"allowed action {action!r} is not in the skill registry")
+            flood_cost = float(flood_costs.get(action, 0.0))
             lines.append(
                 t.render(
                     "action_line",
@@ -395,6 +391,7 @@ class ContextBuilder:
                     description=self.action_descriptions[action],
                     cost=money(cost) if cost > 0 else t.text("action_free"),
                     affordability=t.text("affordable_yes" if affordable else "affordable_no"),
+                    flood_cost=money(flood_cost) if flood_cost > 0 else t.text("action_free"),
                 )
             )
         return "\n".join(lines)

@@ -2,10 +2,15 @@
 
 At the end of every ``reflection.interval_years``-th year, for each active household that has a
 memory engine and remembers something of the year, the LLM is asked (schema-constrained) for
-``n_insights`` short first-person lessons. They are stored with the engine's ``add_insight``
-(importance 10 by default: effectively permanent, SPEC 3.1) and every reflection, including the
-failed and skipped ones, is written to ``reflections.jsonl``. Households reflect concurrently;
-insights are stored in agent-id order so memory ids do not depend on completion order.
+``n_insights`` short first-person lessons. Each is kept whole (``cognition.sentences``: whole
+sentences, never cut halfway) and checked against the memories it was drawn from
+(``cognition.insight_check``): an insight stopped by the schema's limit, or with a claim or a
+number that no source memory supports, is rejected and recorded, never stored. The others are
+stored with the engine's ``add_insight`` at a salience equal to the highest importance among
+their source memories (importance = ``insight_importance`` x salience, SPEC 3.1), so a flood
+year's lessons outlast a quiet year's. Every reflection, including the failed, skipped and
+rejected ones, is written to ``reflections.jsonl``. Households reflect concurrently; insights
+are stored in agent-id order so memory ids do not depend on completion order.
 
 Reflection must run before the memory engine's ``end_year`` consolidation, while the year's
 working memories are still there (the world's yearly loop does it in that order).
@@ -21,10 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from governed_broker.cognition.context import memory_text
+from governed_broker.cognition.insight_check import unsupported
 from governed_broker.cognition.prompts import REFLECTION_TEMPLATES
 from governed_broker.cognition.repair import extract_json_object
 from governed_broker.cognition.schema import insights_json_schema
+from governed_broker.cognition.sentences import whole_sentences
 from governed_broker.config.broker import ReflectionConfig
+from governed_broker.config.claims import load_claims
 from governed_broker.config.templates import TemplateSet, load_templates
 from governed_broker.contracts.decision import ReflectionTarget, Remembered
 from governed_broker.contracts.jsonl import JsonlWriter
@@ -36,7 +44,8 @@ from governed_broker.seeding import child_seed
 def parse_insights(
     text: str, n_insights: int, max_chars: int
 ) -> tuple[list[str], list[str], str | None]:
-    """Parse ``{"insights": [...]}``, repairing fences, prose, trailing commas, overlong items.
+    """Parse ``{"insights": [...]}``, repairing fences, prose, trailing commas; overlong items
+    keep their leading whole sentences (never cut halfway).
 
     Returns:
         ``(insights, repairs, error or None)``; at least one non-empty insight on success.
@@ -56,10 +65,15 @@ def parse_insights(
     elif len(insights) < n_insights:
         repairs.append(f"only {len(insights)} of {n_insights} insights given")
     for i, insight in enumerate(insights):
-        if len(insight) > max_chars:
-            insights[i] = insight[:max_chars]
-            repairs.append(f"insight {i + 1} truncated to {max_chars} characters")
+        insights[i], note, _ = whole_sentences(insight, max_chars)
+        if note is not None:
+            repairs.append(f"insight {i + 1}: {note}")
     return insights, repairs, None
+
+
+def salience(memories: Sequence[Remembered]) -> float:
+    """The highest importance among an insight's source memories (1 when there are none)."""
+    return max((float(m.importance) for m in memories), default=1.0)
 
 
 class ReflectionEngine:
@@ -99,13 +113,16 @@ class ReflectionEngine:
         self.sampling = sampling
         self.num_ctx = num_ctx
         self.schema = insights_json_schema(config.n_insights, config.max_insight_chars)
+        self.claims = load_claims(templates.extra.get("claims", []), str(templates.path))
         self._log = JsonlWriter(log_path) if log_path is not None else None
 
     @classmethod
     def from_dir(cls, prompts_dir: Path, backend: LLMBackend, config: ReflectionConfig,
                  **kwargs: Any) -> ReflectionEngine:
-        """Load ``<prompts_dir>/reflection.yaml`` and build the engine."""
-        templates = load_templates(Path(prompts_dir) / "reflection.yaml", REFLECTION_TEMPLATES)
+        """Load ``<prompts_dir>/reflection.yaml`` (templates and ``claims``) and build the
+        engine."""
+        templates = load_templates(Path(prompts_dir) / "reflection.yaml", REFLECTION_TEMPLATES,
+                                   extra_keys=frozenset({"claims"}))
         return cls(backend, config, templates, **kwargs)
 
     def due(self, year: int) -> bool:
@@ -142,7 +159,10 @@ class ReflectionEngine:
         results = await asyncio.gather(*(one(t) for t in ordered))
         records = []
         for target, (record, insights) in zip(ordered, results, strict=True):
-            stored = [target.engine.add_insight(text, year) for text in insights]
+            weight = record.get("salience", 1.0)
+            stored = [target.engine.add_insight(text, year, salience=weight,
+                                                sources=tuple(record["memory_ids"]))
+                      for text in insights]
             record["insight_ids"] = [m.id for m in stored]
             records.append(record)
         if self._log is not None:
@@ -171,8 +191,13 @@ class ReflectionEngine:
         records = []
         for group, (record, insights) in zip(ordered, results, strict=True):
             cohort = {"representative": group[0].agent_id, "size": len(group)}
+            weight = record.get("salience", 1.0)
             for target in group:
-                stored = [target.engine.add_insight(text, year) for text in insights]
+                # the source memories are the representative's: members get the lesson at
+                # their salience but name no memory ids of another household
+                sources = tuple(record["memory_ids"]) if target is group[0] else ()
+                stored = [target.engine.add_insight(text, year, salience=weight, sources=sources)
+                          for text in insights]
                 records.append({**record, "agent_id": target.agent_id,
                                 "insight_ids": [m.id for m in stored], "cohort": cohort})
         records.sort(key=lambda r: r["agent_id"])
@@ -211,7 +236,7 @@ class ReflectionEngine:
         }
         if not memories:
             record.update(status="skipped", reason="no memories of this year", attempts=[],
-                          insights=[])
+                          insights=[], rejected=[])
             return record, []
         base = self._messages(target, year, memories)
         # json.dumps(base, sort_keys=True), the system message encoded once per run
@@ -227,14 +252,32 @@ class ReflectionEngine:
             attempts.append(self._attempt(attempt, target.agent_id, year, response,
                                           repairs, error))
             if error is None:
-                record.update(status="ok", attempts=attempts, insights=insights)
-                return record, insights
+                kept, rejected = self._checked(insights, memories, year)
+                record.update(status="ok" if kept else "rejected", attempts=attempts,
+                              insights=kept, rejected=rejected, salience=salience(memories))
+                return record, kept
             feedback = self.templates.render("retry_format", error=error,
                                              n_insights=self.config.n_insights)
             messages = base + [{"role": "assistant", "content": response.text},
                                {"role": "user", "content": feedback}]
-        record.update(status="parse_failed", attempts=attempts, insights=[])
+        record.update(status="parse_failed", attempts=attempts, insights=[], rejected=[])
         return record, []
+
+    def _checked(self, insights: list[str], memories: list[Remembered],
+                 year: int) -> tuple[list[str], list[dict[str, str]]]:
+        """Split insights into those to store and those rejected (with the reason)."""
+        texts = [" ".join(memory_text(m).split()) for m in memories]
+        kept, rejected = [], []
+        for insight in insights:
+            if not whole_sentences(insight, self.config.max_insight_chars)[2]:
+                why: str | None = "stopped mid-sentence at the schema's limit"
+            else:
+                why = unsupported(insight, texts, year, self.claims)
+            if why is None:
+                kept.append(insight)
+            else:
+                rejected.append({"insight": insight, "reason": why})
+        return kept, rejected
 
     async def _ask(self, messages: list[dict], agent_id: int, year: int,
                    attempt: int) -> LLMResponse:

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from governed_broker.cognition.schema import DecisionReply
+from governed_broker.cognition.sentences import whole_sentences
 from governed_broker.config.agent_types import PMTLabels
 from governed_broker.contracts.text import clean_json_strings, loads_bounded
 
@@ -124,14 +125,15 @@ def _normalise_action(value: Any, known_actions: Collection[str], repairs: list[
     return value
 
 
-def _truncate_reasons(obj: dict[str, Any], max_chars: int, repairs: list[str]) -> None:
+def _shorten_reasons(obj: dict[str, Any], max_chars: int, repairs: list[str]) -> None:
+    """Keep whole sentences of overlong reasons (never cut one in the middle)."""
     holders: list[tuple[dict[str, Any], str]] = [(obj, "reason")]
     holders += [(obj[f], f"{f}.reason") for f in _APPRAISALS if isinstance(obj.get(f), dict)]
     for holder, name in holders:
-        key = "reason"
-        if isinstance(holder.get(key), str) and len(holder[key]) > max_chars:
-            holder[key] = holder[key][:max_chars]
-            repairs.append(f"{name} truncated to {max_chars} characters")
+        if isinstance(holder.get("reason"), str):
+            holder["reason"], note, _ = whole_sentences(holder["reason"], max_chars)
+            if note is not None:
+                repairs.append(f"{name}: {note}")
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -157,7 +159,8 @@ def parse_decision(
             (whether this household may take it is the rules' business, not the parser's).
         scale: The domain's appraisal scale; labels off it are errors, and its words (``high``,
             ``very-low``) are read as its labels (a recorded repair).
-        max_reason_chars: Longer reasons are truncated (a recorded repair).
+        max_reason_chars: Longer reasons keep their leading whole sentences that fit (at least
+            the first; ``cognition.sentences``), a recorded repair.
         parsed: The backend's own parse of ``text`` (used when it is a JSON object).
 
     Returns:
@@ -186,7 +189,7 @@ def parse_decision(
     for field in _APPRAISALS:
         _normalise_appraisal(obj, field, repairs, scale)
     obj["decision"] = _normalise_action(obj["decision"], known_actions, repairs)
-    _truncate_reasons(obj, max_reason_chars, repairs)
+    _shorten_reasons(obj, max_reason_chars, repairs)
     try:
         reply = DecisionReply.model_validate(obj, context={"labels": scale.labels})
     except ValidationError as exc:

@@ -8,7 +8,8 @@ A reply is a JSON object::
      "reason": "..."}
 
 ``decision_json_schema`` is what the backend is asked to constrain its output to (the decision
-is restricted to this household's allowed actions; reasons are bounded to save generation time).
+is restricted to this household's allowed actions; reasons are bounded by a hard cap, well above
+the length asked for, so that no sentence is stopped halfway).
 ``DecisionReply`` validates a parsed object. Tolerant parsing of unconstrained output lives in
 ``governed_broker.cognition.repair``.
 """
@@ -20,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
+
+from governed_broker.cognition.sentences import hard_cap
 
 
 def _listing(labels: Sequence[str]) -> str:
@@ -70,7 +73,7 @@ def _appraisal_schema(labels: Sequence[str], max_reason_chars: int) -> dict[str,
         "type": "object",
         "properties": {
             "label": {"type": "string", "enum": list(labels)},
-            "reason": {"type": "string", "maxLength": max_reason_chars},
+            "reason": {"type": "string", "maxLength": hard_cap(max_reason_chars)},
         },
         "required": ["label", "reason"],
         "additionalProperties": False,
@@ -86,7 +89,10 @@ def decision_json_schema(
         allowed_actions: The action ids this household may choose this year (the enum of
             ``decision``), in prompt order.
         labels: The appraisal scale (``pmt_labels.labels``), the enum of each ``label``.
-        max_reason_chars: Longest reason string (``maxLength``).
+        max_reason_chars: The length a reason is asked to stay within; the schema's
+            ``maxLength`` is the hard cap ``cognition.sentences.hard_cap`` (3 times it), so that
+            a decoder does not stop a sentence halfway (longer reasons are shortened to whole
+            sentences after parsing).
 
     Returns:
         A JSON-schema dict (draft 2020-12 subset understood by Ollama and llama.cpp grammars).
@@ -99,7 +105,7 @@ def decision_json_schema(
             "threat_appraisal": _appraisal_schema(labels, max_reason_chars),
             "coping_appraisal": _appraisal_schema(labels, max_reason_chars),
             "decision": {"type": "string", "enum": list(allowed_actions)},
-            "reason": {"type": "string", "maxLength": max_reason_chars},
+            "reason": {"type": "string", "maxLength": hard_cap(max_reason_chars)},
         },
         "required": ["threat_appraisal", "coping_appraisal", "decision", "reason"],
         "additionalProperties": False,
@@ -107,13 +113,14 @@ def decision_json_schema(
 
 
 def insights_json_schema(n_insights: int, max_chars: int) -> dict[str, Any]:
-    """JSON schema of a reflection reply: ``{"insights": [n short strings]}``."""
+    """JSON schema of a reflection reply: ``{"insights": [n short strings]}`` (each bounded by
+    the hard cap of ``max_chars``, see ``decision_json_schema``)."""
     return {
         "type": "object",
         "properties": {
             "insights": {
                 "type": "array",
-                "items": {"type": "string", "minLength": 1, "maxLength": max_chars},
+                "items": {"type": "string", "minLength": 1, "maxLength": hard_cap(max_chars)},
                 "minItems": n_insights,
                 "maxItems": n_insights,
             }

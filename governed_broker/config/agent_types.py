@@ -13,10 +13,10 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from governed_broker.config.base import StrictModel, excerpt
+from governed_broker.config.base import StrictModel, excerpt, printable
 from governed_broker.config.broker import GovernanceRules
 from governed_broker.config.memory import MemoryParams
-from governed_broker.contracts.effects import EFFECTS, NO_EFFECT
+from governed_broker.contracts.effects import NO_EFFECT, check_effect
 
 Tenure = Literal["owner", "renter"]
 
@@ -30,7 +30,8 @@ class ActionSpec(StrictModel):
         duration: ``annual`` (lasts a year, must be re-chosen), ``once`` (then permanent) or
             ``permanent`` (ends participation).
         effect: What the world executes: a name of ``contracts.effects.EFFECTS`` (``none``,
-            ``insure``, ``elevate`` or ``relocate``).
+            ``insure``, ``elevate`` or ``relocate``), or several joined by ``+``
+            (``elevate+insure``: both in the same year, costs summed).
         default: The action executed when a decision is infeasible or rejected (exactly one).
         concept: The semantic-memory concept of the measure (``configs/knowledge/
             flood_concepts.yaml``) whose facts households recall when deciding (None: none).
@@ -46,8 +47,10 @@ class ActionSpec(StrictModel):
     @field_validator("effect")
     @classmethod
     def _known_effect(cls, name: str) -> str:
-        if name not in EFFECTS:
-            raise ValueError(f"unknown effect {excerpt(name)}; known: {', '.join(EFFECTS)}")
+        try:
+            check_effect(name)
+        except ValueError as exc:
+            raise ValueError(printable(str(exc), 300)) from None
         return name
 
 

@@ -37,10 +37,12 @@ class ContextConfig(StrictModel):
             the default 4,096-token context window.
         max_memories: Most retrieved memories shown in one prompt (the memory engine already
             bounds retrieval; this guards the budget).
-        max_reason_chars: Longest ``reason`` string the response schema allows. Short
-            reasons save generation time on CPU: 100 characters is one short sentence (~18
-            words; local_llm.md section 5 recommends ~100); the embedded 0.5B model otherwise
-            writes 100-200 characters per reason, and a longer one is cut mid-sentence.
+        max_reason_chars: The length a ``reason`` is asked to keep to. Short reasons save
+            generation time on CPU: 100 characters is one short sentence (~18 words;
+            local_llm.md section 5 recommends ~100). The response schema's limit is three times
+            it (``cognition.sentences.hard_cap``), so that a sentence is never stopped halfway;
+            a longer reason keeps its leading whole sentences (at least the first), a recorded
+            repair.
     """
 
     prompts_dir: Path = Path("../configs/prompts")
@@ -88,7 +90,9 @@ class ReflectionConfig(StrictModel):
             003, "3 short insights".
         max_memories: Most memories of the year shown in one reflection prompt, most
             important first. source: the lineage used 10 memories per reflection.
-        max_insight_chars: Longest insight the schema allows.
+        max_insight_chars: The length an insight is asked to keep to (the schema allows three
+            times it; a longer insight keeps its leading whole sentences, one stopped
+            mid-sentence by the schema's limit is rejected).
         max_parse_retries: Re-asks after an unparseable reflection reply; when exhausted the
             reflection is recorded as failed and no insight is stored.
         temperature: Sampling temperature of reflection calls; ``None`` uses the run's
@@ -207,17 +211,22 @@ class RuleCondition(StrictModel):
         state: Tests on ``HouseholdSituation`` fields (``elevated: true``,
             ``tenure: [renter]``, ``neighbour_shares.elevated: {gt: 0.5}``).
         affordable: The proposed action's affordability (``false``: the household cannot pay).
+        can_protect: Whether the household could take a protective action this year (one
+            whose effect is protective is among its allowed actions and affordable); ``true``
+            keeps a rule about inaction from re-asking a household that has no protective
+            choice left.
     """
 
     threat: list[str] | None = None
     coping: list[str] | None = None
     state: dict[str, StateTest] = {}
     affordable: bool | None = None
+    can_protect: bool | None = None
 
     @model_validator(mode="after")
     def _not_empty(self) -> RuleCondition:
         if self.threat is None and self.coping is None and not self.state and (
-            self.affordable is None
+            self.affordable is None and self.can_protect is None
         ):
             raise ValueError("a rule condition ('when') needs at least one test")
         return self
@@ -225,7 +234,7 @@ class RuleCondition(StrictModel):
     @property
     def labels_only(self) -> bool:
         """Whether the condition depends on the appraisal labels alone (a thinking rule)."""
-        return not self.state and self.affordable is None
+        return not self.state and self.affordable is None and self.can_protect is None
 
 
 class RuleSeverity(StrictModel):
@@ -259,6 +268,11 @@ class GovernanceRule(StrictModel):
         severity: Per-profile severity.
         message: Feedback sent to the LLM and written to the audit; ``$placeholders`` from
             ``RULE_MESSAGE_PLACEHOLDERS`` are filled in first.
+        on_exhausted: What happens when the rule, as an ERROR, is still violated after the
+            last re-ask: ``fallback`` executes the fallback action (status ``rejected``);
+            ``keep`` executes the model's final proposal when the world allows it and records
+            the violation (status ``unresolved``). Identity and financial rules always fall
+            back: their proposals cannot be executed.
         source: Where the rule comes from.
     """
 
@@ -268,7 +282,15 @@ class GovernanceRule(StrictModel):
     when: RuleCondition
     severity: RuleSeverity
     message: str = Field(min_length=1)
+    on_exhausted: Literal["fallback", "keep"] = "fallback"
     source: str = ""
+
+    @model_validator(mode="after")
+    def _keep_only_thinking_or_social(self) -> GovernanceRule:
+        if self.on_exhausted == "keep" and self.category in ("identity", "financial"):
+            raise ValueError(f"rule {self.id!r}: on_exhausted 'keep' is for thinking and social "
+                             f"rules; a {self.category} rule's proposal cannot be executed")
+        return self
 
     @model_validator(mode="after")
     def _check_message(self) -> GovernanceRule:

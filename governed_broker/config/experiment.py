@@ -25,6 +25,7 @@ from governed_broker.config.world import (
     DecisionConfig,
     ElevationConfig,
     FilePath,
+    FinanceConfig,
     HazardConfig,
     InsuranceConfig,
     NetworkConfig,
@@ -50,6 +51,7 @@ class ExperimentConfig(StrictModel):
         insurance: Premiums, limits, deductibles and payouts of flood insurance.
         elevation: Height, cost and subsidy of elevating a house.
         relocation: Moving costs and buyout share of relocating.
+        finance: Savings, the protection budget, repair financing (aid, loans) and forced sales.
         network: The neighbour graph households look at.
         trust: Yearly updates of trust in insurance and in neighbours.
         decision: Who decides: the rule-based ``baseline`` or the governed ``llm`` broker.
@@ -81,6 +83,7 @@ class ExperimentConfig(StrictModel):
     insurance: InsuranceConfig
     elevation: ElevationConfig
     relocation: RelocationConfig
+    finance: FinanceConfig
     network: NetworkConfig = NetworkConfig()
     trust: TrustConfig
     decision: DecisionConfig

@@ -4,10 +4,15 @@
 already done, so it must change whenever anything that can change the outputs changes: every
 setting, and the *contents* of every input file (agent types, damage table, population CSV,
 hazard schedule, prompt templates, knowledge documents, concepts graph, scripted replies).
-Settings that cannot change the outputs are left out: the ``sweep`` block (it describes the
-ensemble, not the run), ``calibration`` (the targets runs are scored against), ``limits``
-(confirmation thresholds), ``validity`` (whether a run may start, not what it writes) and
-``llm.hosts`` (which server answers, given the same model).
+Settings that cannot change the outputs are left out (``OPERATIONAL``): the ``sweep`` block
+(it describes the ensemble, not the run), ``calibration`` (the targets runs are scored against),
+``limits`` (confirmation thresholds), ``validity`` (whether a run may start, not what it
+writes), ``cohort`` when it is off (runs hash as they did before cohort mode existed), the
+progress bar, and how the LLM is reached and waited for (hosts, timeouts, transport retries
+and their back-off, patience, health checks, model pulls, Ollama's keep-alive): following a timeout
+error's advice to raise ``llm.timeout_s`` must not make a partial run impossible to resume.
+Settings that may change a reply (model, sampling, context window, concurrency and threads,
+which can change numerics, the cache mode) stay in.
 """
 
 from __future__ import annotations
@@ -53,17 +58,35 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def config_hash(config: ExperimentConfig) -> str:
-    """Hex sha256 of the run-relevant settings and the contents of every input file."""
+#: Settings that cannot change a run's outputs, by section (None: the whole section).
+OPERATIONAL: dict[str, tuple[str, ...] | None] = {
+    "sweep": None,
+    "calibration": None,
+    "limits": None,
+    "validity": None,
+    "outputs": ("progress",),
+    "llm": ("hosts", "timeout_s", "retries", "backoff_s", "backoff_max_s", "patience_s",
+            "keep_alive", "health_check", "auto_pull"),
+}
+
+
+def run_settings(config: ExperimentConfig) -> dict:
+    """The settings that identify a run: everything but ``OPERATIONAL``."""
     settings = config.model_dump(mode="json")
-    settings.pop("sweep", None)
-    settings.pop("calibration", None)  # what runs are scored against, not how they run
-    settings.pop("limits", None)  # confirmation thresholds: they never change an output
-    settings.pop("validity", None)  # the gate decides whether a run starts, not what it writes
+    for section, keys in OPERATIONAL.items():
+        if keys is None:
+            settings.pop(section, None)
+        elif isinstance(settings.get(section), dict):
+            for key in keys:
+                settings[section].pop(key, None)
     if not settings.get("cohort", {}).get("enabled"):
         settings.pop("cohort", None)  # off: runs hash as they did before cohort mode existed
-    if settings.get("llm"):
-        settings["llm"].pop("hosts", None)
+    return settings
+
+
+def config_hash(config: ExperimentConfig) -> str:
+    """Hex sha256 of the run-relevant settings and the contents of every input file."""
+    settings = run_settings(config)
     inputs: dict[str, str] = {}
     for key, path in input_paths(config).items():
         inputs.update(_file_digests(key, path))

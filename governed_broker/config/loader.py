@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.base import ConfigError, excerpt
+from governed_broker.config.claims import load_claims
 from governed_broker.config.cost import check_run_limits
 from governed_broker.config.damage import load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
@@ -39,7 +40,7 @@ POPULATION_COLUMNS: dict[str, str] = {
     "tenure": "tenure",
     "flood_zone": "str",
     "income_usd": "nonneg",
-    "savings_usd": "float",
+    "savings_usd": "nonneg",
     "structure_value_usd": "nonneg",
     "contents_value_usd": "nonneg",
     "elevated": "bool",
@@ -58,7 +59,7 @@ OPTIONAL_POPULATION_COLUMNS: dict[str, str] = {"x": "coordinate", "y": "coordina
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """Split ``a.b.c=value`` into a key path and a YAML-parsed value."""
+    """Split ``a.b.c=value`` into a key path and a YAML-parsed value (``null``: None)."""
     if "=" not in text:
         raise ConfigError(f"--set {text!r}: expected KEY.PATH=VALUE (e.g. seed=7)")
     key, raw = text.split("=", 1)
@@ -72,7 +73,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 def apply_overrides(
     data: dict[str, Any], overrides: Iterable[str], model: type[BaseModel], source: Path
 ) -> dict[str, Any]:
-    """Apply ``--set`` overrides to raw YAML data, checking each path against ``model``."""
+    """Apply ``--set`` overrides to raw YAML data, checking each path against ``model``.
+
+    ``KEY.PATH=null`` removes the key (the setting returns to its default), as ``key: null``
+    does in a file that ``extends:`` another.
+    """
     for text in overrides:
         parts, value = parse_override(text)
         annotation: Any = model
@@ -87,7 +92,10 @@ def apply_overrides(
                     f"--set {text!r}: unknown setting '{dotted}' for {source}{hint}"
                 )
             if depth == len(parts) - 1:
-                node[key] = value
+                if value is None:  # `--set a.b=null` removes the key, as `b: null` does
+                    node.pop(key, None)
+                else:
+                    node[key] = value
                 break
             nxt = node.get(key)
             if nxt is None:
@@ -188,7 +196,6 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
     check_combinations(config, source, agent_types)
     _field(source, "damage.table",
            lambda: load_damage_table(config.resolve_path(config.damage.table)))
-    hazard_zones = _field(source, "hazard.file", lambda: hazard_zone_names(config))
     if config.population.file is not None:
         frame = _field(source, "population.file", lambda: read_population_csv(
             config.resolve_path(config.population.file)))
@@ -196,17 +203,18 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
     else:
         frame = None
         pop_zones = set(config.population.generate.zone_shares)
-    if config.hazard.mode in ("stochastic", "raster"):
-        missing = sorted(pop_zones - hazard_zones)
+    if config.hazard.mode in ("fixed", "stochastic", "raster"):
+        missing = sorted(pop_zones - set(config.hazard.zones))
         if missing:
             raise ConfigError(
                 f"{source}: field 'hazard.zones': population zone(s) {zone_names(missing)} "
-                f"have no hazard entry; defined zones: {zone_names(hazard_zones)}"
+                f"have no entry in the hazard map; defined zones: "
+                f"{zone_names(config.hazard.zones)}"
             )
-        if config.hazard.mode == "raster":
-            check_raster(config, source, pop_zones,
-                         has_xy=frame is not None and "x" in frame.columns)
-    else:
+    if config.hazard.mode == "raster":
+        check_raster(config, source, pop_zones,
+                     has_xy=frame is not None and "x" in frame.columns)
+    elif config.hazard.mode == "fixed":
         check_fixed_schedule(config, source, pop_zones)
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
@@ -260,9 +268,11 @@ def check_input_files(config: ExperimentConfig, source: Path) -> None:
     if llm:
         prompts = config.resolve_path(config.governance.context.prompts_dir)
         templates = ["household.yaml"] + (["reflection.yaml"] if config.reflection.enabled else [])
-        for name in templates:
-            _readable(source, "governance.context.prompts_dir", prompts / name,
-                      "prompt template file", dict)
+        read = {name: _readable(source, "governance.context.prompts_dir", prompts / name,
+                                "prompt template file", dict) for name in templates}
+        if "reflection.yaml" in read:
+            _field(source, "governance.context.prompts_dir", lambda: load_claims(
+                read["reflection.yaml"].get("claims", []), str(prompts / "reflection.yaml")))
     if llm and config.llm is not None:
         check_llm_files(config, source)
     if llm and config.validity.gate != "off":
@@ -377,14 +387,6 @@ def check_combinations(config: ExperimentConfig, source: Path,
     elif config.memory.overrides:
         raise ConfigError(f"{source}: field 'memory.overrides': set, but memory.engine is "
                           "'none', so they would change nothing; remove them or choose an engine")
-
-
-def hazard_zone_names(config: ExperimentConfig) -> set[str]:
-    """Zones the hazard section defines (fixed: zones named in any event; stochastic and
-    raster: the zones of ``hazard.zones``)."""
-    if config.hazard.mode in ("stochastic", "raster"):
-        return set(config.hazard.zones)
-    return {z for e in fixed_events(config) for z in e.depth_m}
 
 
 def check_raster(config: ExperimentConfig, source: Path, pop_zones: set[str],
@@ -546,12 +548,9 @@ def _convert_column(path: Path, values: pd.Series, col: str, kind: str) -> pd.Se
     elif kind == "unit":
         ok &= (numbers >= 0) & (numbers <= 1)
         allowed = "a number in [0, 1] is required"
-    elif kind == "coordinate":
+    else:  # coordinate
         ok &= numbers.abs() <= MAX_COORDINATE
         allowed = f"a coordinate in [-{MAX_COORDINATE:g}, {MAX_COORDINATE:g}] is required"
-    else:
-        ok &= numbers.abs() <= MAX_USD
-        allowed = f"a number in [-{MAX_USD:g}, {MAX_USD:g}] (USD) is required"
     if not ok.all():
         raise bad(int((~ok).to_numpy().argmax()), allowed)
     return numbers.astype(float)

@@ -55,6 +55,7 @@ MEMORY_TEXTS: dict[str, frozenset[str]] = {
     "decision_renewed": frozenset({"cost"}),
     "decision_insured": frozenset({"cost"}),
     "decision_elevated": frozenset({"cost"}),
+    "decision_elevated_insured": frozenset({"cost"}),
     "decision_left": frozenset({"cost"}),
     "decision_protective": frozenset({"action", "cost"}),
     "decision_none": frozenset(),

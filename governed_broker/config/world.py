@@ -120,8 +120,12 @@ class GeneratedPopulation(StrictModel):
     owner_share: Share
     zone_shares: dict[str, Share] = Field(min_length=1)
     income_usd: LognormalParams
-    replacement_value_usd: dict[Literal["owner", "renter"], LognormalParams]
-    contents_to_structure_ratio: float = Field(gt=0.0, le=10.0)
+    structure_value_usd: LognormalParams = Field(description=(
+        "owners' homes: replacement value of the structure (renters own none)"))
+    contents_to_structure_ratio: float = Field(gt=0.0, le=10.0, description=(
+        "owners' contents value as a share of their structure value"))
+    renter_contents_usd: LognormalParams = Field(description=(
+        "renters' contents value (their belongings; the building is the landlord's)"))
     savings_to_income: UniformRange
     initial_insured: dict[str, TenureShares] = {}
     initial_elevated: dict[str, TenureShares] = {}
@@ -130,9 +134,6 @@ class GeneratedPopulation(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> GeneratedPopulation:
-        missing = sorted({"owner", "renter"} - set(self.replacement_value_usd))
-        if missing:
-            raise ValueError(f"replacement_value_usd needs an entry per tenure; missing {missing}")
         total = sum(self.zone_shares.values())
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"zone_shares must sum to 1 (got {total:g})")
@@ -156,14 +157,12 @@ class PopulationConfig(StrictModel):
 
     ``file``: CSV in ``configs/populations/`` (columns documented in docs/configuration.md).
     ``generate``: distributions; ``size`` households are drawn. Exactly one must be given.
-    ``annual_saving_share``: share of income added to savings at the end of each year.
     """
 
     source: Source
     size: int | None = Field(default=None, ge=1, le=10_000_000)
     file: FilePath | None = None
     generate: GeneratedPopulation | None = None
-    annual_saving_share: Share = 0.0
 
     @model_validator(mode="after")
     def _one_source(self) -> PopulationConfig:
@@ -186,17 +185,39 @@ class FixedEvent(StrictModel):
     depth_m: dict[str, Depth] = Field(min_length=1)
 
 
-class StochasticZone(StrictModel):
-    """Annual flood probability and event depth distribution for one zone.
+class HazardZone(StrictModel):
+    """One zone of the hazard map: what households are told, and how events are drawn.
 
-    In a flood year the zone's depth is ``median_depth_m * exp(event_sigma * z)`` with one
-    standard normal ``z`` per event, shared by the zones. In mode ``raster`` the same fields
+    ``annual_probability`` is the chance, in any year, that a flood reaches a home of the zone
+    (the flood map's; an SFHA home has 1 % or more). An event reaches each home of its zone
+    with probability ``flooded_share``; so in mode ``stochastic`` the zone has an event with
+    probability ``annual_probability / flooded_share`` (at most 1). In a flood year the zone's
+    depth is ``median_depth_m * exp(event_sigma * z)`` with one standard normal ``z`` per event,
+    shared by the zones. Mode ``fixed`` takes the depths from its schedule and uses the map
+    only for what households are told (and ``flooded_share``); in mode ``raster`` the fields
     are only the declared statement households are told (chance and typical depth).
     """
 
     annual_probability: Share
     median_depth_m: Depth
     event_sigma: Sigma = 0.0
+    flooded_share: float = Field(default=1.0, gt=0.0, le=1.0, description=(
+        "share of the zone's homes one event reaches (each home drawn independently); "
+        "1 = every home"))
+
+    @model_validator(mode="after")
+    def _event_probability_below_one(self) -> HazardZone:
+        if self.annual_probability > self.flooded_share:
+            raise ValueError(
+                f"annual_probability ({self.annual_probability:g}) exceeds flooded_share "
+                f"({self.flooded_share:g}): even a flood every year would reach each home "
+                "less often than that")
+        return self
+
+    @property
+    def event_probability(self) -> float:
+        """Annual chance of an event in the zone (``annual_probability / flooded_share``)."""
+        return self.annual_probability / self.flooded_share
 
 
 #: Hazard modes by name: the class that draws the floods, written as ``"module:Class"`` and
@@ -219,11 +240,16 @@ def _one_of(names: list[str]) -> str:
 class HazardConfig(StrictModel):
     """Which years flood, and how deep.
 
+    ``zones``: the hazard map (``HazardZone`` per zone): what households are told about their
+    zone, and how the shipped modes draw events. Both shipped modes need it.
+
     ``mode``: a name of ``HAZARD_MODES``; shipped are:
 
-    ``fixed``: flood years listed in ``events`` (or in ``file``, a YAML with ``events:``).
-    ``stochastic``: one event draw per year, ``u ~ U(0,1)``; zone z floods when
-    ``u < annual_probability[z]`` (a rarer event floods every more exposed zone too).
+    ``fixed``: flood years listed in ``events`` (or in ``file``, a YAML with ``events:``);
+    households are told the map's chance, never the schedule's frequency.
+    ``stochastic``: one event draw per year, ``u ~ U(0,1)``; zone z has an event when
+    ``u < annual_probability[z] / flooded_share[z]`` (a rarer event floods every more exposed
+    zone too).
     ``raster``: each home gets its cell's depth in a yearly series of depth grids (``raster``,
     see ``governed_broker.config.raster``); ``zones`` is then the declared statement of what
     households are told (``annual_probability`` and ``median_depth_m`` as the typical depth
@@ -240,7 +266,7 @@ class HazardConfig(StrictModel):
     mode: str = Field(description="a name of HAZARD_MODES: fixed | stochastic | raster")
     events: list[FixedEvent] = []
     file: FilePath | None = None
-    zones: dict[str, StochasticZone] = {}
+    zones: dict[str, HazardZone] = {}
     household_sigma: Sigma = 0.0
     raster: RasterConfig | None = Field(default=None, description=(
         "mode raster: the depth grids, their calendar years and where homes stand"))
@@ -256,21 +282,22 @@ class HazardConfig(StrictModel):
     @model_validator(mode="after")
     def _mode_fields(self) -> HazardConfig:
         """Fields of the shipped modes (a registered mode's class checks what it reads)."""
+        if self.mode in ("fixed", "stochastic") and not self.zones:
+            raise ValueError(
+                f"mode {self.mode!r} needs 'zones', the hazard map (per zone the annual chance "
+                "a flood reaches a home, and its typical depth): what households are told")
         if self.mode == "fixed":
-            if self.zones:
-                raise ValueError("'zones' belongs to mode 'stochastic'; fixed mode uses 'events'")
             if self.events and self.file is not None:
                 raise ValueError("give 'events' or 'file', not both")
         elif self.mode == "stochastic":
-            if not self.zones:
-                raise ValueError("mode 'stochastic' needs 'zones' (annual probability and depth)")
             if self.events or self.file is not None:
                 raise ValueError("'events'/'file' belong to mode 'fixed'")
-            self._check_depth_tails()
         elif self.mode == "raster":
             self._check_raster()
         if self.mode != "raster" and self.raster is not None:
             raise ValueError("'raster' belongs to mode 'raster'")
+        if self.mode != "raster":
+            self._check_depth_tails()
         return self
 
     def _check_raster(self) -> None:
@@ -285,10 +312,12 @@ class HazardConfig(StrictModel):
         if self.household_sigma > 0:
             raise ValueError("mode 'raster' gives each home its cell's depth; household_sigma "
                              "must be 0")
-        spread = sorted(z for z, spec in self.zones.items() if spec.event_sigma > 0)
+        spread = sorted(z for z, spec in self.zones.items()
+                        if spec.event_sigma > 0 or spec.flooded_share < 1)
         if spread:
-            raise ValueError(f"zones {spread}: event_sigma has no meaning in mode 'raster' "
-                             "(the zones only state what households are told); remove it")
+            raise ValueError(f"zones {spread}: event_sigma and flooded_share have no meaning in "
+                             "mode 'raster' (each home has its cell's depth; the zones only "
+                             "state what households are told); remove them")
 
     def _check_depth_tails(self) -> None:
         for name, zone in self.zones.items():
@@ -349,6 +378,61 @@ class RelocationConfig(StrictModel):
     buyout_share: Share = 1.0
 
 
+class AidConfig(StrictModel):
+    """Disaster aid: a grant towards repairs that insurance did not pay (FEMA IHP-style).
+
+    A flooded household with an uninsured repair need receives, with ``probability`` (one
+    seeded draw per household and flood), a grant of at most ``max_grant_usd``.
+    """
+
+    source: Source
+    probability: Share
+    max_grant_usd: Money
+
+
+class LoanConfig(StrictModel):
+    """Disaster loans (SBA-style) for repairs that insurance, aid and savings did not pay.
+
+    A loan is an annuity at ``rate`` over ``term_years``; it is granted only while the
+    payments of all the household's loans stay within ``max_payment_share`` of its income
+    (repayment ability), up to ``max_structure_usd`` for the building and
+    ``max_contents_usd`` for belongings per flood. Payments start the year after the loan.
+    """
+
+    source: Source
+    rate: float = Field(ge=0.0, le=1.0, description="annual interest rate (0.04 = 4 %)")
+    term_years: int = Field(ge=1, le=50)
+    max_structure_usd: Money
+    max_contents_usd: Money
+    max_payment_share: Share = Field(description=(
+        "largest share of income all loan payments together may take"))
+
+
+class FinanceConfig(StrictModel):
+    """How households pay: savings, the protection budget, repairs, loans and forced sales.
+
+    Each year a household saves ``saving_share`` of its income. Premiums and measures are paid
+    first from ``protection_budget_share`` of its income (spending instead of consuming), the
+    rest from savings; a choice is affordable when its cost fits within both. Repairs of
+    flood damage are financed in this order: insurance payout, disaster aid (``aid``),
+    savings, a disaster loan (``loan``); what remains is left unrepaired and lowers the
+    value of the home (or of the belongings). A household sells and leaves (a forced sale)
+    when the structure damage it has left unrepaired reaches ``forced_sale_damage_share`` of
+    its home's value, or when it cannot meet its loan payments from savings.
+    """
+
+    source: Source
+    saving_share: Share = Field(description="share of income added to savings each year")
+    protection_budget_share: Share = Field(description=(
+        "share of income a household can spend on premiums and measures in a year without "
+        "drawing on savings"))
+    aid: AidConfig
+    loan: LoanConfig
+    forced_sale_damage_share: float = Field(gt=0.0, le=1.0, description=(
+        "unrepaired structure damage, as a share of the home's undamaged value, at which the "
+        "household sells and leaves"))
+
+
 class NetworkConfig(StrictModel):
     """Neighbour graph (networkx, seeded): ``ring`` (each household linked to ``k`` nearest in
     id order), ``small_world`` (Watts-Strogatz, rewiring ``p``), ``lattice`` (2-D grid filled row
@@ -392,6 +476,8 @@ class BaselineParams(StrictModel):
     beta_coef: float = Field(ge=-100.0, le=100.0)
     beta_base: float = Field(ge=-100.0, le=100.0)
     beta_min: float = Field(ge=0.0, le=100.0)
+    perception_sigma: Sigma = Field(description=(
+        "spread (sigma of ln) of each household's fixed perception factor (median 1)"))
     max_perceived_probability: Share
     discount_rate: float = Field(ge=0.0, le=1.0)
     horizon_years: int = Field(ge=1, le=200)

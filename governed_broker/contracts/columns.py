@@ -81,7 +81,11 @@ AGENT_YEARLY: tuple[Column, ...] = (
     _usd("damage_contents_usd", "contents damage"),
     _usd("damage_usd", "structure + contents damage"),
     _usd("payout_usd", "insurance payout"),
-    _usd("out_of_pocket_usd", "damage - payout (taken from savings)"),
+    _usd("out_of_pocket_usd", "damage - payout: the repair need, financed by the next four"),
+    _usd("aid_usd", "disaster aid grant towards the repairs"),
+    _usd("repaired_from_savings_usd", "repairs paid from savings"),
+    _usd("loan_usd", "disaster loan taken for the repairs (repaid from next year)"),
+    _usd("unrepaired_usd", "damage left unrepaired: lowers the value of the home or belongings"),
     # written from a float array (empty when never flooded), hence decimals 0
     Column("years_since_flood", "int", "years",
            "years since the last flood at this home, after this year's flood (0: flooded this "
@@ -103,16 +107,23 @@ AGENT_YEARLY: tuple[Column, ...] = (
           nullable=True),
     _text("executed_action", "action id", "what the world executed"),
     _text("status", "-",
-          "`baseline`, `approved`, `retry_approved`, `rejected`, `parse_failed`"),
+          "`baseline`, `approved`, `retry_approved`, `unresolved`, `rejected`, `parse_failed` "
+          "(docs/decisions.md)"),
     _count("retries", "re-asks after the first attempt (0 for the baseline)"),
     _flag("feasible", "False when the world refused the decided action and executed the default"),
+    _flag("could_protect", "some protective action was open to the household and affordable "
+          "this year"),
     _usd("action_cost_usd", "out-of-pocket cost of elevation / relocation paid this year"),
     _usd("premium_usd", "insurance premium paid this year (policy for next year)"),
     _flag("elevated_after", "elevated after execution"),
     _flag("insured_after", "holds a policy for next year's flood"),
-    _flag("relocated_after", "relocated this year (leaves the simulation)"),
-    _usd("savings_after_usd", "savings_before - out_of_pocket - premium - action_cost + "
-         "annual_saving_share * income"),
+    _flag("relocated_after", "left this year (relocation or forced sale; leaves the simulation)"),
+    _usd("loan_payment_usd", "loan payment made this year"),
+    _usd("debt_after_usd", "disaster-loan balance at the end of the year"),
+    _usd("savings_after_usd", "savings_before - repaired_from_savings + saving_share * income "
+         "- loan_payment - (premium + action_cost beyond the protection budget)"),
+    _flag("forced_sale", "sold and left at the end of the year (unrepairable damage or "
+          "unpaid debts); relocated_after is then true as well"),
     _text("decision_maker", "-", "`baseline` or the LLM maker's name"),
 )
 
@@ -124,13 +135,17 @@ _MODEL_HEAD: tuple[Column, ...] = (
     _flag("flood_occurred", "any zone flooded this year"),
     _unit("share_insured", "households holding a policy for next year"),
     _unit("share_elevated", "elevated households (not relocated)"),
-    _unit("share_relocated", "households that have relocated"),
+    _unit("share_relocated", "households that have left (relocation or forced sale)"),
     _unit("share_insured_and_elevated", "insured and elevated"),
     _unit("share_no_measure", "not relocated, neither insured nor elevated"),
     _usd("total_damage_usd", "sum of damage"),
     _usd("total_payout_usd", "sum of payouts"),
     _usd("total_premiums_usd", "sum of premiums paid"),
     _usd("total_action_costs_usd", "sum of elevation / relocation costs paid"),
+    _usd("total_aid_usd", "sum of disaster aid grants"),
+    _usd("total_loans_usd", "sum of disaster loans taken"),
+    _usd("total_unrepaired_usd", "sum of damage left unrepaired"),
+    _count("n_forced_sales", "households that sold and left at the end of the year"),
     _metres("mean_depth_flooded_m", "mean depth over flooded households (empty if none)",
             nullable=True),
 )

@@ -14,8 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 #: Decision statuses, as written to ``agents_yearly.csv`` and ``decisions.jsonl``.
-#: ``baseline``: taken by the non-LLM baseline rule. The others are the broker's statuses.
-DECISION_STATUSES = ("baseline", "approved", "retry_approved", "rejected", "parse_failed")
+#: ``baseline``: taken by the non-LLM baseline rule. The others are the broker's: ``approved``
+#: (first proposal), ``retry_approved`` (after re-asks), ``unresolved`` (the final proposal still
+#: violates rules that declare ``on_exhausted: keep``; executed, violation recorded),
+#: ``rejected`` (fallback action executed) and ``parse_failed`` (no readable reply; fallback).
+DECISION_STATUSES = ("baseline", "approved", "retry_approved", "unresolved", "rejected",
+                     "parse_failed")
+#: The statuses in which the broker executed its fallback action, not the model's proposal.
+FALLBACK_STATUSES = ("rejected", "parse_failed")
 
 
 class Remembered(Protocol):
@@ -72,8 +78,15 @@ class HouseholdSituation:
         allowed_actions: Action ids this household may take (identity/physical rules applied).
         trust_insurance: Trust in insurance, 0..1.
         trust_neighbours: Trust in neighbours, 0..1.
+        debt_usd: Balance of disaster loans, this year's included (dollars).
+        unrepaired_damage_usd: Structure damage left unrepaired so far (dollars).
         memories: Memories retrieved for this year (``Remembered``; empty without memory).
-        extra: Additional world facts for prompts (JSON-serialisable).
+        extra: Additional world facts for prompts and the baseline (JSON-serialisable): the
+            world puts ``loss_if_flood_usd`` and ``premium_usd`` per action id,
+            ``typical_flood`` (``depth_m`` of the zone's typical flood, ``damage_usd`` it would
+            do to the home as it stands) and ``spending_room_usd`` (what the household can spend
+            on protection this year) there; with memory also ``knowledge_facts`` and
+            ``heuristics``.
     """
 
     agent_id: int
@@ -99,6 +112,8 @@ class HouseholdSituation:
     allowed_actions: tuple[str, ...]
     trust_insurance: float
     trust_neighbours: float
+    debt_usd: float
+    unrepaired_damage_usd: float
     memories: tuple[Remembered, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -141,8 +156,11 @@ class ReflectiveMemory(Protocol):
         """Every memory item held."""
         ...
 
-    def add_insight(self, content: str, year: float) -> Remembered:
-        """Store an insight formed at the end of ``year``; returns the stored item."""
+    def add_insight(self, content: str, year: float, *, salience: float = 1.0,
+                    sources: Sequence[str] = ()) -> Remembered:
+        """Store an insight formed at the end of ``year`` from the memories ``sources``, at a
+        ``salience`` (0..1, the highest importance among them) that scales its importance;
+        returns the stored item."""
         ...
 
 

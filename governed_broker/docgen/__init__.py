@@ -10,8 +10,10 @@ A page under ``docs/`` marks a generated section with two HTML comments::
 ``python -m governed_broker.docgen --check`` only compares and exits 1 naming each page and
 section that differs (the test suite runs the same comparison). The sections are the output
 column tables (``contracts/columns.py``), the configuration reference (the pydantic models of
-``config/``), the registries of LLM backends, memory engines and hazard modes, and the worked
-decision example (``worked_example.py``: the real broker with a scripted model).
+``config/``), the registries of LLM backends, memory engines and hazard modes, the worked
+decision example (``worked_example.py``: the real broker with a scripted model), and the ODD+D
+page's parameter table (every sourced section of ``experiments/baseline.yaml``) and action
+table (``agent_types.yaml``).
 """
 
 from __future__ import annotations
@@ -194,6 +196,57 @@ def _bounds(metadata: Sequence[object]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------
+# ODD+D: the default experiment's parameters and the action table
+# ------------------------------------------------------------------------------------------------
+
+DEFAULT_EXPERIMENT = REPO_ROOT / "experiments" / "baseline.yaml"
+
+
+def _sourced(data: dict, path: str) -> Iterator[tuple[str, dict]]:
+    """(dotted path, mapping) for every mapping of ``data`` that has a ``source``."""
+    if "source" in data:
+        yield path, data
+    for key, value in data.items():
+        if isinstance(value, dict):
+            yield from _sourced(value, f"{path}.{key}".lstrip("."))
+
+
+def _flat(data: dict, prefix: str = "") -> list[str]:
+    """``key = value`` for every setting of a mapping except sources and nested sources."""
+    out = []
+    for key, value in data.items():
+        if key == "source" or (isinstance(value, dict) and "source" in value):
+            continue
+        if isinstance(value, dict):
+            out += _flat(value, f"{prefix}{key}.")
+        else:
+            out.append(f"`{prefix}{key}` = {json.dumps(value)}")
+    return out
+
+
+def parameter_table(path: Path = DEFAULT_EXPERIMENT) -> str:
+    """Every sourced section of the default experiment: its settings and its source."""
+    from governed_broker.config.yamlsafe import read_yaml
+
+    rows = ["| section | settings | source |", "|---|---|---|"]
+    for section, data in _sourced(read_yaml(path), ""):
+        rows.append(f"| `{section}` | {_cell('; '.join(_flat(data)))} | "
+                    f"{_cell(' '.join(str(data['source']).split()))} |")
+    return "\n".join(rows) + "\n"
+
+
+def action_table(path: Path = REPO_ROOT / "agent_types.yaml") -> str:
+    """The actions of the shipped domain: id, effect, who, duration, description."""
+    from governed_broker.config.loader import load_agent_types
+
+    rows = ["| action | effect | tenure | duration | description |", "|---|---|---|---|---|"]
+    for action_id, spec in load_agent_types(path).actions.items():
+        rows.append(f"| `{action_id}` | `{spec.effect}` | {', '.join(spec.tenure)} | "
+                    f"{spec.duration} | {_cell(' '.join(spec.description.split()))} |")
+    return "\n".join(rows) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
 # registries
 # ------------------------------------------------------------------------------------------------
 
@@ -217,6 +270,8 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "memory-engines": lambda: registry_table(memory_config.MEMORY_ENGINES, "engine"),
     "hazard-modes": lambda: registry_table(world_config.HAZARD_MODES, "mode"),
     "worked-example": lambda: worked_example(REPO_ROOT),
+    "odd-parameters": parameter_table,
+    "odd-actions": action_table,
 }
 
 

@@ -56,18 +56,28 @@ def _memories() -> list[MemoryItem]:
 
 
 def situation() -> HouseholdSituation:
-    """The household of the example (an owner in the high zone, year 3, flooded 0.8 m)."""
-    actions = ("do_nothing", "buy_insurance", "elevate_house", "relocate")
+    """The household of the example (an owner in the high zone, year 3, flooded 0.8 m; it
+    cannot pay for elevating and insuring together this year)."""
+    actions = ("do_nothing", "buy_insurance", "elevate_house", "elevate_and_insure", "relocate")
     return HouseholdSituation(
         agent_id=7, year=3, tenure="owner", flood_zone="high", income_usd=62_000.0,
         savings_usd=52_000.0, structure_value_usd=250_000.0, contents_value_usd=60_000.0,
         elevated=False, insured=False, flooded=True, depth_m=0.8, damage_usd=45_000.0,
-        payout_usd=0.0, years_since_flood=0, floods_experienced=1, flood_probability=0.2,
+        payout_usd=0.0, years_since_flood=0, floods_experienced=1, flood_probability=0.02,
         neighbour_shares={"insured": 0.3, "elevated": 0.1, "relocated": 0.0},
-        action_costs_usd={"do_nothing": 0.0, "buy_insurance": 1_210.0,
-                          "elevate_house": 40_000.0, "relocate": 10_000.0},
-        affordable={a: True for a in actions}, allowed_actions=actions,
-        trust_insurance=0.3, trust_neighbours=0.5, memories=tuple(_memories()),
+        action_costs_usd={"do_nothing": 0.0, "buy_insurance": 1_210.0, "elevate_house": 40_000.0,
+                          "elevate_and_insure": 41_210.0, "relocate": 10_000.0},
+        affordable={a: a != "elevate_and_insure" for a in actions}, allowed_actions=actions,
+        trust_insurance=0.3, trust_neighbours=0.5, debt_usd=0.0, unrepaired_damage_usd=0.0,
+        memories=tuple(_memories()),
+        extra={"loss_if_flood_usd": {"do_nothing": 52_000.0, "buy_insurance": 2_000.0,
+                                     "elevate_house": 0.0, "elevate_and_insure": 0.0,
+                                     "relocate": 0.0},
+               "premium_usd": {"do_nothing": 0.0, "buy_insurance": 1_210.0,
+                               "elevate_house": 0.0, "elevate_and_insure": 1_210.0,
+                               "relocate": 0.0},
+               "typical_flood": {"depth_m": 0.3, "damage_usd": 52_000.0},
+               "spending_room_usd": 40_200.0},
     )
 
 

@@ -24,6 +24,7 @@ COLOUR_BY = ("state", "status", "flooded")
 _STATE_COLOURS = {"relocated": "#7f7f7f", "insured_and_elevated": "#6a3d9a",
                   "insured_only": "#1f78b4", "elevated_only": "#33a02c", "none": "#fdbf6f"}
 _STATUS_COLOURS = {"baseline": "#999999", "approved": "#1b9e77", "retry_approved": "#7570b3",
+                   "unresolved": "#e6ab02",
                    "rejected": "#d95f02", "parse_failed": "#e7298a", "relocated": "#dddddd"}
 _FLOOD_COLOURS = {"flooded": "#2166ac", "dry": "#d1e5f0", "relocated": "#dddddd"}
 

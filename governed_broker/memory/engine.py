@@ -228,16 +228,30 @@ class HumanCentricMemoryEngine:
         year: float,
         *,
         importance: float | None = None,
+        salience: float = 1.0,
+        sources: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
     ) -> MemoryItem:
-        """Store a reflection insight directly in long-term memory (importance 10 by default,
-        decaying with ``W_emotion = importance_boost``); it never takes a working slot."""
-        imp = self.insight_importance if importance is None else float(importance)
-        source = self._source.classify(content)
-        item = self._make(content, year, "insight", "insight", source, imp,
-                          self.importance_boost, metadata)
+        """Store a reflection insight directly in long-term memory, decaying with
+        ``W_emotion = importance_boost``; it never takes a working slot.
+
+        Its importance is ``importance`` if given, else ``insight_importance * salience``:
+        a lesson drawn from a flood (salience 1) keeps the full weight, one from a quiet year
+        (routine memories, 0.1) a tenth of it. ``sources`` (memory ids) go into its metadata.
+        """
+        item = self._insight(content, year, importance, salience, sources, metadata)
         self._append_long([item])
         return item
+
+    def _insight(self, content: str, year: float, importance: float | None, salience: float,
+                 sources: Sequence[str], metadata: Mapping[str, Any] | None) -> MemoryItem:
+        if not (math.isfinite(salience) and salience >= 0):
+            raise ValueError(f"salience must be a finite number >= 0, got {salience}")
+        imp = self.insight_importance * salience if importance is None else float(importance)
+        source = self._source.classify(content)
+        meta = {**(metadata or {}), "sources": list(sources), "salience": float(salience)}
+        return self._make(content, year, "insight", "insight", source, imp,
+                          self.importance_boost, meta)
 
     def _append_long(self, items: list[MemoryItem]) -> None:
         """Append to long-term memory, extending the cached score arrays (no rebuild)."""
@@ -527,12 +541,10 @@ class WindowMemoryEngine(HumanCentricMemoryEngine):
 
     variant = "window"
 
-    def add_insight(self, content, year, *, importance=None, metadata=None) -> MemoryItem:
+    def add_insight(self, content, year, *, importance=None, salience=1.0, sources=(),
+                    metadata=None) -> MemoryItem:
         """Insights take a working slot and are forgotten at year end."""
-        imp = self.insight_importance if importance is None else float(importance)
-        source = self._source.classify(content)
-        item = self._make(content, year, "insight", "insight", source, imp,
-                          self.importance_boost, metadata)
+        item = self._insight(content, year, importance, salience, sources, metadata)
         self._working.add(item)
         return item
 

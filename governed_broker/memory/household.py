@@ -19,12 +19,12 @@ at decision time -> action -> success) and the metacognitive record.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from governed_broker.config.memory import MemoryConfig, MemoryParams
-from governed_broker.contracts.effects import EFFECTS, NO_EFFECT, EffectTraits
+from governed_broker.contracts.effects import NO_EFFECT, EffectTraits, traits_of
 from governed_broker.memory.consolidation import ConsolidationReport, consolidate
 from governed_broker.memory.embedding import Embedder
 from governed_broker.memory.engine import make_engine, restore_engine
@@ -174,6 +174,8 @@ class HouseholdMemory:
         emotion = None
         if not executed:
             key, emotion = "decision_refused", "strategic"
+        elif effect.insures and effect.elevates:
+            key = "decision_elevated_insured"
         elif effect.insures and self.insured:
             key, emotion = "decision_renewed", "routine"
         elif effect.insures:
@@ -202,11 +204,13 @@ class HouseholdMemory:
     def _traits(self, action: str) -> EffectTraits:
         """The effect of ``action``; an id outside the domain (a refused proposal) does
         nothing."""
-        return EFFECTS[self.action_effects.get(action, NO_EFFECT)]
+        return traits_of(self.action_effects.get(action, NO_EFFECT))
 
-    def add_insight(self, content: str, year: int) -> MemoryItem:
-        """A reflection insight (importance 10, own retrieval slots)."""
-        return self.engine.add_insight(content, year)
+    def add_insight(self, content: str, year: int, *, salience: float = 1.0,
+                    sources: Sequence[str] = ()) -> MemoryItem:
+        """A reflection insight (importance ``insight_importance`` x salience, own retrieval
+        slots)."""
+        return self.engine.add_insight(content, year, salience=salience, sources=sources)
 
     # ----------------------------------------------------------------------------- yearly
     def retrieve(self, year: int) -> list[MemoryItem]:

@@ -10,7 +10,7 @@ reflection (``cognition/reflection.py``) and checkpoints (through ``HouseholdMem
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from governed_broker.memory.item import MemoryItem
@@ -63,8 +63,11 @@ class MemoryEngine(Protocol):
         """Encode a memory of ``year`` and return it (categories not given are inferred)."""
         ...
 
-    def add_insight(self, content: str, year: float) -> MemoryItem:
-        """Store a reflection insight and return it."""
+    def add_insight(self, content: str, year: float, *, salience: float = 1.0,
+                    sources: Sequence[str] = ()) -> MemoryItem:
+        """Store a reflection insight and return it: importance ``insight_importance`` times
+        ``salience`` (the highest importance among the memories ``sources`` it was drawn
+        from)."""
         ...
 
     def retrieve(self, year: float) -> list[MemoryItem]:

@@ -4,20 +4,27 @@ For each household (vectorised over the batch; docs/decisions.md "Baseline decis
 
 1. Risk perception (DYNAMO/GEB): ``beta = beta_max * beta_base**(beta_coef * t) + beta_min``
    with ``t`` the years since the last flood (never flooded: ``beta = beta_min``); perceived
-   probability ``p = min(max_perceived_probability, flood_probability * beta)``.
+   probability ``p = min(max_perceived_probability, flood_probability * beta * d)`` with ``d``
+   the household's fixed perception factor, lognormal with median 1 and ``perception_sigma``
+   (people misjudge flood losses widely: only 9 % of NYC floodplain residents estimated their
+   damage within 25 % of the experts' figure).
 2. Threat appraisal: ``threat = 1 - exp(-p * L0 / (threat_income_scale * income))`` with
    ``L0`` the loss of a typical flood if the household does nothing.
 3. Coping appraisal (self-efficacy: can it do something?): the largest, over the protective
-   actions it may take, of ``min(1, savings / out-of-pocket cost)``.
+   actions it may take, of ``min(1, room / out-of-pocket cost)``, with ``room`` what the
+   household can spend on protection this year (the world's ``spending_room_usd``: its
+   protection budget from income plus the savings it can spare).
 4. Expected utility of each allowed, affordable action ``a`` (log utility, one year):
    ``EU_a = p ln(W - C_a - L_a) + (1 - p) ln(W - C_a)``, ``W`` = income + savings + structure
-   and contents value, ``C_a`` the annualised cost (premium; one-off costs times the annuity
-   factor ``r / (1 - (1 + r)**-T)``), ``L_a`` the out-of-pocket loss of a typical flood.
-5. PMT gate: a household acts only when ``threat >= threat_min`` and ``coping >= coping_min``;
-   relocation only when ``threat >= relocation_threat_min``. It picks the best EU action; a new
-   measure (anything but the default or renewing a policy in force) is implemented this year
-   with probability ``implementation_probability`` (motivation-to-action delay); a delayed
-   household renews its policy in force when that beats doing nothing.
+   and contents value - debt, ``C_a`` the annualised cost (the premium, plus one-off costs
+   times the annuity factor ``r / (1 - (1 + r)**-T)``), ``L_a`` the out-of-pocket loss of a
+   typical flood with the action's protection in place.
+5. PMT gate: a household takes a new measure only when ``threat >= threat_min`` and
+   ``coping >= coping_min``; relocation only when ``threat >= relocation_threat_min``. It picks
+   the best EU action; a new measure (anything but the default or renewing a policy in force)
+   is implemented this year with probability ``implementation_probability`` (motivation-to-
+   action delay). A household that takes no new measure (unmotivated or delayed) renews its
+   policy in force when that beats doing nothing (habit), and otherwise lets it lapse.
 
 Scores are mapped to labels by ``agent_types.yaml`` ``pmt_labels``.
 """
@@ -32,7 +39,7 @@ import numpy as np
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.world import BaselineParams
 from governed_broker.contracts.decision import Decision, HouseholdSituation, ReflectionTarget
-from governed_broker.contracts.effects import EFFECTS
+from governed_broker.contracts.effects import traits_of
 from governed_broker.seeding import child_rng
 from governed_broker.sim.fastbuild import build
 
@@ -53,19 +60,34 @@ class BaselineDecisionMaker:
         self.agent_types = agent_types
         self.seed = int(seed)
         self.actions = list(agent_types.actions)
-        traits = [EFFECTS[agent_types.actions[a].effect] for a in self.actions]
+        traits = [traits_of(agent_types.actions[a].effect) for a in self.actions]
         self.protective = np.array([t.protective for t in traits])
         self.one_off = np.array([t.one_off for t in traits])
         self.leaves = np.array([t.leaves for t in traits])
         self.insures = np.array([t.insures for t in traits])
+        # renewing a policy is an insuring action that changes nothing else
+        self.renews = self.insures & ~self.one_off & ~self.leaves
         self.default = self.actions.index(agent_types.default_action)
         r, horizon = params.discount_rate, params.horizon_years
         self.annuity = 1.0 / horizon if r == 0 else r / (1.0 - (1.0 + r) ** -horizon)
+        self._disposition: dict[int, float] = {}
+
+    def disposition(self, agent_ids: Sequence[int]) -> np.ndarray:
+        """Each household's fixed perception factor, ``exp(perception_sigma * z)`` with one
+        standard normal ``z`` per household from ``child_rng(seed, "baseline", "perception",
+        agent_id)`` (the same every year and after a resume)."""
+        missing = [a for a in agent_ids if a not in self._disposition]
+        for agent_id in missing:
+            z = child_rng(self.seed, "baseline", "perception", agent_id).standard_normal()
+            self._disposition[agent_id] = float(np.exp(self.params.perception_sigma * z))
+        return np.array([self._disposition[a] for a in agent_ids])
 
     def perceived_probability(
-        self, flood_probability: np.ndarray, years_since_flood: np.ndarray
+        self, flood_probability: np.ndarray, years_since_flood: np.ndarray,
+        disposition: np.ndarray | float = 1.0,
     ) -> np.ndarray:
-        """DYNAMO/GEB perceived annual flood probability (NaN years: never flooded)."""
+        """DYNAMO/GEB perceived annual flood probability (NaN years: never flooded), times the
+        household's perception factor."""
         p = self.params
         beta = np.where(
             np.isnan(years_since_flood),
@@ -73,7 +95,7 @@ class BaselineDecisionMaker:
             p.beta_max * p.beta_base ** (p.beta_coef * np.nan_to_num(years_since_flood))
             + p.beta_min,
         )
-        return np.minimum(p.max_perceived_probability, flood_probability * beta)
+        return np.minimum(p.max_perceived_probability, flood_probability * beta * disposition)
 
     def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         """One decision per situation, in order (see the module docstring for the rule)."""
@@ -83,7 +105,8 @@ class BaselineDecisionMaker:
         income = np.fromiter((s.income_usd for s in situations), float, n)
         savings = np.fromiter((s.savings_usd for s in situations), float, n)
         wealth = income + np.maximum(savings, 0.0) + np.fromiter(
-            (s.structure_value_usd + s.contents_value_usd for s in situations), float, n)
+            (s.structure_value_usd + s.contents_value_usd - s.debt_usd for s in situations),
+            float, n)
         prob = np.fromiter((s.flood_probability for s in situations), float, n)
         ysf = np.fromiter((np.nan if s.years_since_flood is None else s.years_since_flood
                            for s in situations), float, n)
@@ -91,28 +114,34 @@ class BaselineDecisionMaker:
         pick = operator.itemgetter(*acts)
         cost = np.array([pick(s.action_costs_usd) for s in situations], dtype=float)
         loss = np.array([pick(s.extra["loss_if_flood_usd"]) for s in situations], dtype=float)
+        premium = np.array([pick(s.extra["premium_usd"]) for s in situations], dtype=float)
         affordable = np.array([pick(s.affordable) for s in situations], dtype=bool)
         allowed = np.array([[a in s.allowed_actions for a in acts] for s in situations],
                            dtype=bool)
         ok = affordable & allowed
 
-        p_perc = self.perceived_probability(prob, ysf)
+        p_perc = self.perceived_probability(prob, ysf,
+                                            self.disposition([s.agent_id for s in situations]))
         threat = 1.0 - np.exp(-p_perc * loss[:, self.default]
                               / (self.params.threat_income_scale * np.maximum(income, 1.0)))
-        coping = self._coping(cost, savings, allowed)
-        choice = self._choose(cost, loss, ok, wealth, p_perc, threat, coping, insured,
+        room = np.fromiter((s.extra["spending_room_usd"] for s in situations), float, n)
+        coping = self._coping(cost, room, allowed)
+        choice = self._choose(cost, premium, loss, ok, wealth, p_perc, threat, coping, insured,
                               situations[0].year)
         return self._decisions(situations, choice, threat, coping)
 
-    def _coping(self, cost: np.ndarray, savings: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    def _coping(self, cost: np.ndarray, room: np.ndarray, allowed: np.ndarray) -> np.ndarray:
         protective = allowed & self.protective[None, :]
-        ratio = np.minimum(1.0, np.maximum(savings, 0.0)[:, None] / np.maximum(cost, 1e-9))
+        ratio = np.minimum(1.0, np.maximum(room, 0.0)[:, None] / np.maximum(cost, 1e-9))
         ratio = np.where(cost <= 0, 1.0, ratio)
         return np.where(protective, ratio, 0.0).max(axis=1, initial=0.0)
 
-    def _choose(self, cost, loss, ok, wealth, p_perc, threat, coping, insured, year) -> np.ndarray:
+    def _choose(self, cost, premium, loss, ok, wealth, p_perc, threat, coping, insured,
+                year) -> np.ndarray:
         prm = self.params
-        annual_cost = np.where(self.one_off[None, :], cost * self.annuity, cost)
+        # a premium recurs every year the policy is held; a one-off cost is annualised
+        once = cost - premium
+        annual_cost = premium + np.where(self.one_off[None, :], once * self.annuity, once)
         w = wealth[:, None]
         eu = (p_perc[:, None] * np.log(np.maximum(w - annual_cost - loss, 1.0))
               + (1.0 - p_perc[:, None]) * np.log(np.maximum(w - annual_cost, 1.0)))
@@ -120,18 +149,19 @@ class BaselineDecisionMaker:
         candidates[:, self.default] = True
         candidates &= ~self.leaves[None, :] | (threat >= prm.relocation_threat_min)[:, None]
         best = np.argmax(np.where(candidates, eu, -np.inf), axis=1)
-        # Without a new measure a household may still renew a policy in force (habit).
+        # Without a new measure (unmotivated, or delayed) a household renews a policy in force
+        # when that beats doing nothing (habit: the PMT gate governs new measures).
         keep = candidates & ((np.arange(len(self.actions)) == self.default)[None, :]
-                             | (self.insures[None, :] & insured[:, None]))
+                             | (self.renews[None, :] & insured[:, None]))
         fallback = np.argmax(np.where(keep, eu, -np.inf), axis=1)
         motivated = (threat >= prm.threat_min) & (coping >= prm.coping_min)
-        best = np.where(motivated, best, self.default)
-        renewal = self.insures[best] & insured
+        best = np.where(motivated, best, fallback)
+        renewal = self.renews[best] & insured
         new_measure = (best != self.default) & ~renewal
         rng = child_rng(self.seed, "baseline", year)
         go = rng.random(len(best)) < prm.implementation_probability
         self._delayed = new_measure & ~go
-        return np.where(new_measure & ~go, np.where(motivated, fallback, self.default), best)
+        return np.where(self._delayed, fallback, best)
 
     def _decisions(self, situations, choice, threat, coping) -> list[Decision]:
         labels = self.agent_types.pmt_labels

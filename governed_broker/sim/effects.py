@@ -2,10 +2,12 @@
 
 For every effect of ``contracts.effects.EFFECTS`` the table says, for a batch of active
 households, its out-of-pocket cost this year, the loss a typical flood of the household's zone
-would cause next year if it is taken, and any condition beyond tenure and ``duration: once``
-under which it is open (elevating an elevated home is not). ``apply_effects`` executes the
-year's chosen effects on the household arrays from their traits. The model, the situations
-the decision makers see and the execution all read this table; no code compares effect names.
+would cause next year with the protection then in place, and any condition beyond tenure and
+``duration: once`` under which it is open (elevating an elevated home is not). ``price``
+prices an action's effect, a single one or a combination (``elevate+insure``: costs summed,
+the loss judged with every part in place, open where every part is); ``execute`` applies the
+year's chosen effects from their traits. The model, the situations the decision makers see and
+the execution all read this table; no code compares effect names.
 
 A new effect is an ``EffectTraits`` entry in ``contracts/effects.py`` plus a ``WorldEffect``
 here.
@@ -13,7 +15,8 @@ here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -21,7 +24,7 @@ import numpy as np
 
 from governed_broker.config.damage import DamageTable
 from governed_broker.config.experiment import ExperimentConfig
-from governed_broker.contracts.effects import EFFECTS, EffectTraits
+from governed_broker.contracts.effects import EFFECTS, EffectTraits, effect_names, traits_of
 from governed_broker.sim import money
 from governed_broker.sim.damage import damages_usd
 
@@ -30,14 +33,19 @@ from governed_broker.sim.damage import damages_usd
 class OptionBatch:
     """The active households an effect is priced for (arrays in agent-id order).
 
+    ``elevated`` and ``insured`` are the protection in place for next year's flood: as the home
+    stands when pricing costs, and with the action's effects applied (``with_protection``)
+    when judging the loss of a typical flood.
+
     Attributes:
         config: The experiment (insurance, elevation and relocation terms).
         damage_table: The depth-damage table.
         owner: Owner (True) or renter.
         structure_value_usd: Replacement value of the structure (dollars; 0 for renters).
         contents_value_usd: Value of the contents (dollars).
-        elevated: Whether the home is elevated now.
+        elevated: Whether the home is elevated.
         typical_depth_m: Depth of a typical flood of the household's zone (metres).
+        insured: Whether a policy covers next year's flood.
     """
 
     config: ExperimentConfig
@@ -47,6 +55,7 @@ class OptionBatch:
     contents_value_usd: np.ndarray
     elevated: np.ndarray
     typical_depth_m: np.ndarray
+    insured: np.ndarray | bool = False
 
     @cached_property
     def premium_usd(self) -> np.ndarray:
@@ -59,13 +68,29 @@ class OptionBatch:
         """Typical flood depth at the home as it stands (after any elevation; metres)."""
         return self.typical_depth_m - np.where(self.elevated, self.config.elevation.height_m, 0.0)
 
-    def loss_usd(self, depth_m: np.ndarray, insured: bool) -> np.ndarray:
+    def with_protection(self, traits: EffectTraits) -> OptionBatch:
+        """The batch with an effect's protection in place for next year: elevated if it
+        elevates (or the home already is), insured exactly when it insures."""
+        return dataclasses.replace(self, elevated=self.elevated | traits.elevates,
+                                   insured=traits.insures)
+
+    def loss_usd(self, depth_m: np.ndarray, insured: np.ndarray | bool) -> np.ndarray:
         """Out-of-pocket loss of a flood of ``depth_m`` (metres; negatives mean dry)."""
         d_s, d_c = damages_usd(self.damage_table, np.maximum(0.0, depth_m),
                                self.structure_value_usd, self.contents_value_usd)
         pay = money.payout_usd(self.config.insurance, d_s, d_c, self.owner,
-                               np.full(len(self.owner), insured))
+                               np.broadcast_to(insured, self.owner.shape))
         return d_s + d_c - pay
+
+    def loss_here_usd(self) -> np.ndarray:
+        """Out-of-pocket loss of a typical flood with the protection of this batch."""
+        return self.loss_usd(self.depth_here_m, self.insured)
+
+    def damage_here_usd(self) -> np.ndarray:
+        """Damage (before any payout) of a typical flood at the home as it stands."""
+        d_s, d_c = damages_usd(self.damage_table, np.maximum(0.0, self.depth_here_m),
+                               self.structure_value_usd, self.contents_value_usd)
+        return d_s + d_c
 
     def zeros(self) -> np.ndarray:
         """A zero per household."""
@@ -76,6 +101,10 @@ def _open_to_all(batch: OptionBatch) -> np.ndarray:
     return np.ones(len(batch.owner), dtype=bool)
 
 
+def _loss_here(batch: OptionBatch) -> np.ndarray:
+    return batch.loss_here_usd()
+
+
 @dataclass(frozen=True)
 class WorldEffect:
     """How the world prices one effect.
@@ -83,31 +112,24 @@ class WorldEffect:
     Attributes:
         traits: The effect's shared meaning (``contracts.effects``).
         cost_usd: Out-of-pocket cost this year per household (dollars).
-        loss_if_flood_usd: Loss of a typical flood next year if the effect is taken (dollars).
+        loss_if_flood_usd: Loss of a typical flood next year (dollars), given a batch with the
+            protection of the whole action in place (``OptionBatch.with_protection``).
         open_to: Households it is open to, beyond the action's tenure and ``duration``.
     """
 
     traits: EffectTraits
     cost_usd: Callable[[OptionBatch], np.ndarray]
-    loss_if_flood_usd: Callable[[OptionBatch], np.ndarray]
+    loss_if_flood_usd: Callable[[OptionBatch], np.ndarray] = _loss_here
     open_to: Callable[[OptionBatch], np.ndarray] = _open_to_all
 
 
 #: The effect table, by effect name (the keys of ``contracts.effects.EFFECTS``).
 WORLD_EFFECTS: dict[str, WorldEffect] = {
-    "none": WorldEffect(
-        EFFECTS["none"],
-        cost_usd=lambda b: b.zeros(),
-        loss_if_flood_usd=lambda b: b.loss_usd(b.depth_here_m, insured=False)),
-    "insure": WorldEffect(
-        EFFECTS["insure"],
-        cost_usd=lambda b: b.premium_usd,
-        loss_if_flood_usd=lambda b: b.loss_usd(b.depth_here_m, insured=True)),
+    "none": WorldEffect(EFFECTS["none"], cost_usd=lambda b: b.zeros()),
+    "insure": WorldEffect(EFFECTS["insure"], cost_usd=lambda b: b.premium_usd),
     "elevate": WorldEffect(
         EFFECTS["elevate"],
         cost_usd=lambda b: np.full(len(b.owner), money.elevation_cost_usd(b.config.elevation)),
-        loss_if_flood_usd=lambda b: b.loss_usd(
-            b.typical_depth_m - b.config.elevation.height_m, insured=False),
         open_to=lambda b: ~b.elevated),
     "relocate": WorldEffect(
         EFFECTS["relocate"],
@@ -115,6 +137,35 @@ WORLD_EFFECTS: dict[str, WorldEffect] = {
             b.config.relocation, b.structure_value_usd, b.owner),
         loss_if_flood_usd=lambda b: b.zeros()),
 }
+
+
+@dataclass(frozen=True)
+class Priced:
+    """An action's effect priced for a batch (arrays per household).
+
+    Attributes:
+        cost_usd: Out-of-pocket cost this year (premium included; dollars).
+        premium_usd: The part of the cost that is a premium (paid every year it is held).
+        loss_usd: Loss of a typical flood next year if taken (dollars).
+        open_to: Whether the effect is open to the household.
+    """
+
+    cost_usd: np.ndarray
+    premium_usd: np.ndarray
+    loss_usd: np.ndarray
+    open_to: np.ndarray
+
+
+def price(effect: str, batch: OptionBatch) -> Priced:
+    """Price an effect or a combination of effects for a batch."""
+    parts = [WORLD_EFFECTS[name] for name in effect_names(effect)]
+    traits = traits_of(effect)
+    protected = batch.with_protection(traits)
+    return Priced(
+        cost_usd=np.sum([p.cost_usd(batch) for p in parts], axis=0),
+        premium_usd=batch.premium_usd if traits.insures else batch.zeros(),
+        loss_usd=np.min([p.loss_if_flood_usd(protected) for p in parts], axis=0),
+        open_to=np.logical_and.reduce([p.open_to(batch) for p in parts]))
 
 
 @dataclass(frozen=True)
@@ -136,19 +187,20 @@ class Executed:
     relocated: np.ndarray
 
 
-def execute(effects: list[str], chosen: np.ndarray, cost_usd: np.ndarray) -> Executed:
+def execute(effects: Sequence[str], chosen: np.ndarray, cost_usd: np.ndarray,
+            premium_usd: np.ndarray) -> Executed:
     """The consequences of the executed effects, from their traits.
 
     Args:
-        effects: Effect name of each action (in the domain's action order).
+        effects: Effect of each action (in the domain's action order).
         chosen: Index of the executed action per household.
-        cost_usd: Its cost per household (dollars).
+        cost_usd: Its cost per household (dollars, premium included).
+        premium_usd: The premium part of that cost (dollars).
     """
     def mask(trait: Callable[[EffectTraits], bool]) -> np.ndarray:
-        return np.array([trait(EFFECTS[e]) for e in effects], dtype=bool)[chosen]
+        return np.array([trait(traits_of(e)) for e in effects], dtype=bool)[chosen]
 
-    insures, leaves = mask(lambda t: t.insures), mask(lambda t: t.leaves)
-    return Executed(premium_usd=np.where(insures, cost_usd, 0.0),
-                    action_cost_usd=np.where(insures, 0.0, cost_usd),
-                    elevated=mask(lambda t: t.elevates), insured=insures & ~leaves,
-                    relocated=leaves)
+    leaves = mask(lambda t: t.leaves)
+    return Executed(premium_usd=premium_usd, action_cost_usd=cost_usd - premium_usd,
+                    elevated=mask(lambda t: t.elevates),
+                    insured=mask(lambda t: t.insures) & ~leaves, relocated=leaves)

@@ -49,21 +49,26 @@ def make_hazard(
 class Hazard:
     """Flood events for a set of zones; the base of the hazard modes.
 
-    A mode overrides ``_zone_statistics`` and ``zone_depths``; ``household_depths`` spreads a
-    zone's depth over its homes (``household_sigma``). Build one with ``make_hazard``, which
-    picks the class registered for ``config.mode``.
+    What households are told (``probability``, ``typical_depth_m``) is the declared hazard map
+    (``config.zones``), never the realised events: a schedule's future must not leak into a
+    prompt. A mode overrides ``zone_depths`` (and ``_zone_statistics`` if its map is not
+    ``config.zones``); ``household_depths`` decides which homes an event reaches
+    (``flooded_share`` of a zone's homes, drawn per home and year) and spreads the zone's depth
+    over them (``household_sigma``). Build one with ``make_hazard``, which picks the class
+    registered for ``config.mode``.
 
     Args:
         config: The experiment's ``hazard`` section.
         zones: Zone names; households refer to zones by index into this list.
         seed: The experiment seed.
-        years: Number of simulated years (used for the fixed schedule's frequencies).
+        years: Number of simulated years.
         events: The flood schedule when it came from ``config.file`` (default:
             ``config.events``); kept by year in ``events``.
 
     Attributes:
-        probability: Objective annual flood probability per zone.
-        typical_depth_m: Typical flood depth per zone (metres).
+        probability: Annual chance that a flood reaches a home, per zone (the map's).
+        typical_depth_m: Typical depth of a flood at a home, per zone (metres; the map's).
+        flooded_share: Share of a zone's homes that an event reaches, per zone.
     """
 
     def __init__(
@@ -76,10 +81,17 @@ class Hazard:
         self.years = int(years)
         self.events = {e.year: e for e in (config.events if events is None else events)}
         self.probability, self.typical_depth_m = self._zone_statistics()
+        self.flooded_share = np.array([
+            config.zones[z].flooded_share if z in config.zones else 1.0 for z in self.zones])
 
     def _zone_statistics(self) -> tuple[np.ndarray, np.ndarray]:
-        """Objective annual flood probability and typical flood depth per zone."""
-        raise NotImplementedError
+        """The declared map: ``annual_probability`` and ``median_depth_m`` per zone."""
+        n = len(self.zones)
+        prob, depth = np.zeros(n), np.zeros(n)
+        for i, zone in enumerate(self.zones):
+            spec = self.config.zones[zone]
+            prob[i], depth[i] = spec.annual_probability, spec.median_depth_m
+        return prob, depth
 
     def zone_depths(self, year: int) -> np.ndarray:
         """Flood depth per zone this year (0: no flood in that zone)."""
@@ -98,8 +110,17 @@ class Hazard:
         """
 
     def household_depths(self, year: int, zone_index: np.ndarray) -> np.ndarray:
-        """Depth at each home this year (metres), with per-household lognormal spread."""
+        """Depth at each home this year (metres; 0 where the event did not reach the home).
+
+        An event reaches each home of its zone with probability ``flooded_share`` (one draw
+        per home from ``child_rng(seed, "hazard", year, "reached")``), at the zone's depth
+        times a lognormal spread (``household_sigma``).
+        """
         base = self.zone_depths(year)[zone_index]
+        if np.any(base > 0) and np.any(self.flooded_share < 1.0):
+            rng = child_rng(self.seed, "hazard", year, "reached")
+            base = np.where(rng.random(len(zone_index)) < self.flooded_share[zone_index],
+                            base, 0.0)
         sigma = self.config.household_sigma
         if sigma > 0 and np.any(base > 0):
             rng = child_rng(self.seed, "hazard", year, "households")
@@ -108,17 +129,10 @@ class Hazard:
 
 
 class StochasticHazard(Hazard):
-    """Mode ``stochastic``: one event draw per year; zone z floods when ``u < p[z]``, at
-    ``median_depth_m * exp(event_sigma * z)`` (one standard normal shared by the zones)."""
-
-    def _zone_statistics(self) -> tuple[np.ndarray, np.ndarray]:
-        """The zones' ``annual_probability`` and ``median_depth_m``."""
-        n = len(self.zones)
-        prob, depth = np.zeros(n), np.zeros(n)
-        for i, zone in enumerate(self.zones):
-            spec = self.config.zones[zone]
-            prob[i], depth[i] = spec.annual_probability, spec.median_depth_m
-        return prob, depth
+    """Mode ``stochastic``: one event draw per year; zone z has an event when
+    ``u < annual_probability[z] / flooded_share[z]`` (so that each home's chance is the map's
+    ``annual_probability``), at ``median_depth_m * exp(event_sigma * z)`` (one standard normal
+    shared by the zones)."""
 
     def zone_depths(self, year: int) -> np.ndarray:
         """This year's event, drawn from ``child_rng(seed, "hazard", year, "event")``."""
@@ -127,24 +141,14 @@ class StochasticHazard(Hazard):
         out = np.zeros(len(self.zones))
         for i, zone in enumerate(self.zones):
             spec = self.config.zones[zone]
-            if u < spec.annual_probability:
+            if u < spec.event_probability:
                 out[i] = spec.median_depth_m * np.exp(spec.event_sigma * z)
         return out
 
 
 class FixedScheduleHazard(Hazard):
-    """Mode ``fixed``: the floods of the schedule (``events``), nothing else."""
-
-    def _zone_statistics(self) -> tuple[np.ndarray, np.ndarray]:
-        """Share of simulated years a zone floods, and its mean depth when it does."""
-        n = len(self.zones)
-        prob, depth = np.zeros(n), np.zeros(n)
-        for i, zone in enumerate(self.zones):
-            depths = [e.depth_m[zone] for e in self.events.values()
-                      if e.depth_m.get(zone, 0.0) > 0 and e.year <= self.years]
-            prob[i] = len(depths) / self.years
-            depth[i] = float(np.mean(depths)) if depths else 0.0
-        return prob, depth
+    """Mode ``fixed``: the floods of the schedule (``events``), nothing else. Households are
+    told the declared map (``config.zones``), not how often the schedule floods."""
 
     def zone_depths(self, year: int) -> np.ndarray:
         """The scheduled depths of ``year`` (zeros when it is not a flood year)."""

@@ -31,6 +31,10 @@ class HouseholdArrays:
     trust_neighbours: np.ndarray
     years_since_flood: np.ndarray  # float; NaN = never flooded
     floods_experienced: np.ndarray
+    debt_usd: np.ndarray  # disaster-loan balance
+    loan_payment_usd: np.ndarray  # yearly payment of the loans held
+    unrepaired_usd: np.ndarray  # structure damage left unrepaired so far
+    sold: np.ndarray  # left by a forced sale (also marked relocated)
     taken_once: dict[str, np.ndarray] = field(default_factory=dict)
 
     def arrays(self) -> dict[str, np.ndarray]:

@@ -113,8 +113,8 @@ class WorldMemory:
     def _facts(self, hm: HouseholdMemory, allowed: tuple[str, ...]) -> list[str]:
         semantic = hm.semantic or self.semantic
         facts = []
-        for action in allowed:
-            concept = self.concepts.get(action)
+        # each concept once: several actions may name one (elevate_house, elevate_and_insure)
+        for concept in dict.fromkeys(self.concepts.get(a) for a in allowed):
             if concept is not None:
                 facts.extend(self._concept_facts(semantic, concept))
         return facts

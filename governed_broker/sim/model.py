@@ -33,11 +33,13 @@ from governed_broker.contracts.decision import (
     HouseholdSituation,
     ReflectionTarget,
 )
+from governed_broker.contracts.effects import traits_of
 from governed_broker.memory.episodic import EpisodicStore
 from governed_broker.memory.household import HouseholdMemory
-from governed_broker.sim import money
+from governed_broker.seeding import child_rng
+from governed_broker.sim import finance, money
 from governed_broker.sim.damage import damages_usd
-from governed_broker.sim.effects import WORLD_EFFECTS, OptionBatch, execute
+from governed_broker.sim.effects import OptionBatch, execute, price
 from governed_broker.sim.fastbuild import build
 from governed_broker.sim.hazard import make_hazard
 from governed_broker.sim.households import HouseholdArrays
@@ -179,6 +181,10 @@ class FloodModel(mesa.Model):
             trust_neighbours=pop.trust_neighbours.astype(float),
             years_since_flood=np.full(pop.size, np.nan),
             floods_experienced=np.zeros(pop.size, dtype=np.int64),
+            debt_usd=np.zeros(pop.size),
+            loan_payment_usd=np.zeros(pop.size),
+            unrepaired_usd=np.zeros(pop.size),
+            sold=np.zeros(pop.size, dtype=bool),
             taken_once={
                 a: np.zeros(pop.size, dtype=bool)
                 for a, spec in self.domain.actions.items() if spec.duration == "once"
@@ -262,9 +268,12 @@ class FloodModel(mesa.Model):
     def begin_year(self) -> None:
         """Snapshot the state households start the year with."""
         idx, hh = self.active_index, self.hh
+        debt = hh.debt_usd[idx].copy()
         self.current = YearState(idx, savings_before_usd=hh.savings_usd[idx].copy(),
                                  elevated_before=hh.elevated[idx].copy(),
-                                 insured_before=hh.insured[idx].copy())
+                                 insured_before=hh.insured[idx].copy(), debt_before_usd=debt,
+                                 payment_due_usd=finance.payment_due(
+                                     self.config.finance, debt, hh.loan_payment_usd[idx]))
 
     def hazard_phase(self) -> None:
         """1. Flood depth at each active home (metres, before elevation)."""
@@ -274,18 +283,27 @@ class FloodModel(mesa.Model):
         c.flood_occurred, c.flooded = bool(np.any(zone_depths > 0)), c.depth_m > 0
 
     def impacts_phase(self) -> None:
-        """2. Damage after elevation, insurance payouts, savings; flood experience."""
+        """2. Damage after elevation, insurance payouts, repairs and their financing (aid,
+        savings, loans, left unrepaired); flood experience."""
         c, hh, idx = self.current, self.hh, self.current.idx
         c.effective_depth_m = np.maximum(0.0, c.depth_m - np.where(
             c.elevated_before, self.config.elevation.height_m, 0.0))
         c.damage_structure_usd, c.damage_contents_usd = damages_usd(
             self.damage_table, c.effective_depth_m, hh.structure_value_usd[idx],
             hh.contents_value_usd[idx])
-        c.payout_usd = money.payout_usd(self.config.insurance, c.damage_structure_usd,
-                                        c.damage_contents_usd, hh.is_owner[idx],
-                                        c.insured_before)
+        pay_s, pay_c = money.payouts_usd(self.config.insurance, c.damage_structure_usd,
+                                         c.damage_contents_usd, hh.is_owner[idx],
+                                         c.insured_before)
+        c.payout_usd = pay_s + pay_c
         c.out_of_pocket_usd = c.damage_usd - c.payout_usd
-        hh.savings_usd[idx] -= c.out_of_pocket_usd
+        aid_draw = child_rng(self.seed, "finance", self.year, "aid").random(self.n)[idx]
+        c.repairs = repairs = finance.finance_repairs(
+            self.config.finance, c.damage_structure_usd - pay_s, c.damage_contents_usd - pay_c,
+            hh.savings_usd[idx], hh.income_usd[idx], c.payment_due_usd, aid_draw)
+        hh.savings_usd[idx] -= repairs.from_savings_usd
+        hh.structure_value_usd[idx] -= repairs.unrepaired_structure_usd
+        hh.contents_value_usd[idx] -= repairs.unrepaired_contents_usd
+        hh.unrepaired_usd[idx] += repairs.unrepaired_structure_usd
         ysf = hh.years_since_flood[idx] + 1.0
         hh.years_since_flood[idx] = np.where(c.flooded, 0.0, ysf)
         hh.floods_experienced[idx] += c.flooded
@@ -293,31 +311,39 @@ class FloodModel(mesa.Model):
             self.world_memory.record_impacts(self.year, c)
 
     def action_options(self, idx: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
-        """Per action: ``cost`` (dollars), ``allowed`` and ``affordable`` masks, ``loss``.
+        """Per action: ``cost`` and ``premium`` (dollars), ``allowed`` and ``affordable``
+        masks, ``loss``.
 
-        ``loss`` is the out-of-pocket loss of a typical flood of the household's zone
-        (zone median / mean scheduled depth) next year if the household takes the action.
+        ``loss`` is the out-of-pocket loss of a typical flood of the household's zone (the
+        hazard map's typical depth) next year if the household takes the action.
         """
-        hh = self.hh
-        owner, savings = hh.is_owner[idx], hh.savings_usd[idx]
+        hh, c = self.hh, self.current
+        owner = hh.is_owner[idx]
         batch = OptionBatch(
             self.config, self.damage_table, owner, hh.structure_value_usd[idx],
             hh.contents_value_usd[idx], hh.elevated[idx],
             self.hazard.typical_depth_m[hh.zone_index[idx]])
-        priced = {e: (WORLD_EFFECTS[e].cost_usd(batch), WORLD_EFFECTS[e].loss_if_flood_usd(batch),
-                      WORLD_EFFECTS[e].open_to(batch))
-                  for e in {spec.effect for spec in self.domain.actions.values()}}
+        effects = {spec.effect for spec in self.domain.actions.values()}
+        priced = {e: price(e, batch) for e in effects}
         out: dict[str, dict[str, np.ndarray]] = {}
         for a, spec in self.domain.actions.items():
-            cost, lost, open_to = priced[spec.effect]
+            p = priced[spec.effect]
             allowed = np.zeros(len(idx), dtype=bool)
             for tenure in spec.tenure:
                 allowed |= owner if tenure == "owner" else ~owner
-            allowed &= open_to
+            allowed &= p.open_to
             if a in hh.taken_once:
                 allowed &= ~hh.taken_once[a][idx]
-            out[a] = {"cost": cost, "allowed": allowed,
-                      "affordable": money.affordable(cost, savings), "loss": lost}
+            affordable = finance.affordable(self.config.finance, p.cost_usd, hh.savings_usd[idx],
+                                            hh.income_usd[idx], c.payment_due_usd)
+            out[a] = {"cost": p.cost_usd, "premium": p.premium_usd, "allowed": allowed,
+                      "affordable": affordable, "loss": p.loss_usd}
+        c.typical_damage_usd = batch.damage_here_usd()
+        protective = [a for a, spec in self.domain.actions.items()
+                      if traits_of(spec.effect).protective]
+        c.could_protect = np.zeros(len(idx), dtype=bool)
+        for a in protective:
+            c.could_protect |= out[a]["allowed"] & out[a]["affordable"]
         return out
 
     def perception_phase(self) -> list[HouseholdSituation]:
@@ -331,14 +357,24 @@ class FloodModel(mesa.Model):
         allowed = self._allowed_actions()
         recalled = (self.world_memory.perceive(self.year, idx, c.neighbour_shares, allowed)
                     if self.world_memory is not None else None)
-        loss = np.column_stack([c.options[a]["loss"] for a in self.action_ids]).tolist()
+        acts = self.action_ids
+        loss, premium = (np.column_stack([c.options[a][key] for a in acts]).tolist()
+                         for key in ("loss", "premium"))
+        depth = self.hazard.typical_depth_m[hh.zone_index[idx]].tolist()
+        damage = c.typical_damage_usd.tolist()
+        room = finance.spending_room_usd(self.config.finance, hh.savings_usd[idx],
+                                         hh.income_usd[idx], c.payment_due_usd).tolist()
         situations = []
         for j, fields in enumerate(self._stated_facts()):
             memory = None if recalled is None else recalled[j]
             fields.update(allowed_actions=allowed[j],
                           memories=() if memory is None else memory["memories"],
-                          extra=self._extra(dict(zip(self.action_ids, loss[j], strict=True)),
-                                            memory))
+                          extra=self._extra({
+                              "loss_if_flood_usd": dict(zip(acts, loss[j], strict=True)),
+                              "premium_usd": dict(zip(acts, premium[j], strict=True)),
+                              "typical_flood": {"depth_m": depth[j], "damage_usd": damage[j]},
+                              "spending_room_usd": room[j],
+                          }, memory))
             situations.append(build(HouseholdSituation, fields))
         return situations
 
@@ -366,6 +402,8 @@ class FloodModel(mesa.Model):
             "floods_experienced": hh.floods_experienced[idx],
             "flood_probability": self.hazard.probability[hh.zone_index[idx]],
             "trust_insurance": c.trust_insurance, "trust_neighbours": c.trust_neighbours,
+            "debt_usd": c.debt_before_usd + c.repairs.loan_usd,
+            "unrepaired_damage_usd": hh.unrepaired_usd[idx],
         }
         values = [v.tolist() for v in columns.values()]
         share_names = list(c.neighbour_shares)
@@ -385,8 +423,7 @@ class FloodModel(mesa.Model):
                 for row in zip(*values, strict=True)]
 
     @staticmethod
-    def _extra(loss: dict[str, float], recalled: dict[str, Any] | None) -> dict[str, Any]:
-        extra: dict[str, Any] = {"loss_if_flood_usd": loss}
+    def _extra(extra: dict[str, Any], recalled: dict[str, Any] | None) -> dict[str, Any]:
         if recalled is not None:
             extra["knowledge_facts"] = recalled["knowledge_facts"]
             extra["heuristics"] = recalled["heuristics"]
@@ -405,7 +442,8 @@ class FloodModel(mesa.Model):
         return decisions
 
     def execution_phase(self, decisions: list[Decision]) -> None:
-        """5. Re-check feasibility, execute in agent-id order, pay, lapse, relocate.
+        """5. Re-check feasibility, execute in agent-id order, pay, lapse, relocate; the
+        year's savings and loan payments; forced sales.
 
         Each household's execution touches only its own state, so the vectorised update below
         equals executing the decisions one by one in agent-id order.
@@ -420,22 +458,38 @@ class FloodModel(mesa.Model):
         rows = np.arange(len(idx))
         feasible = known & feasible_m[rows, np.where(known, wanted, 0)]
         executed = np.where(feasible, wanted, pos[self.default_action])
-        cost_m = np.column_stack([opt[a]["cost"] for a in self.action_ids])
+        cost_m, premium_m = (np.column_stack([opt[a][key] for a in self.action_ids])
+                             for key in ("cost", "premium"))
         done = execute([self.domain.actions[a].effect for a in self.action_ids], executed,
-                       cost_m[rows, executed])
+                       cost_m[rows, executed], premium_m[rows, executed])
         hh.elevated[idx] |= done.elevated
         hh.insured[idx] = done.insured  # un-renewed insurance lapses
         hh.relocated[idx] |= done.relocated
         for a, taken in hh.taken_once.items():
             taken[idx] |= executed == pos[a]
-        hh.savings_usd[idx] += (self.config.population.annual_saving_share * hh.income_usd[idx]
-                                - done.premium_usd - done.action_cost_usd)
+        self._year_end_finance(done.premium_usd + done.action_cost_usd, done.relocated)
         c.decisions, c.feasible = decisions, feasible
         c.executed = np.asarray(self.action_ids, dtype=object)[executed]
         c.premium_usd, c.action_cost_usd = done.premium_usd, done.action_cost_usd
         if self.world_memory is not None:
             self.world_memory.record_decisions(self.year, idx, decisions, c.executed, feasible,
                                                c.premium_usd + c.action_cost_usd)
+
+    def _year_end_finance(self, spent_usd: np.ndarray, left: np.ndarray) -> None:
+        """Savings, loan payments and new loans; households that must sell leave."""
+        c, hh, idx, fin = self.current, self.hh, self.current.idx, self.config.finance
+        cash = finance.year_end(fin, hh.savings_usd[idx], hh.income_usd[idx], spent_usd,
+                                c.debt_before_usd, hh.loan_payment_usd[idx], c.payment_due_usd,
+                                c.repairs)
+        hh.savings_usd[idx] = cash.savings_usd
+        hh.debt_usd[idx], hh.loan_payment_usd[idx] = cash.debt_usd, cash.payment_usd
+        sold = ~left & finance.forced_sale(fin, hh.unrepaired_usd[idx],
+                                           hh.structure_value_usd[idx], cash.savings_usd,
+                                           hh.is_owner[idx])
+        hh.sold[idx] |= sold
+        hh.relocated[idx] |= sold
+        hh.insured[idx] &= ~sold  # the policy ends with the sale
+        c.forced_sale = sold
 
     def reflection_phase(self) -> None:
         """6. Decision maker's end of year; trust updates; what neighbours see next year."""

@@ -5,8 +5,10 @@ Formulas (docs/configuration.md):
 - premium = (rate_s * coverage_s / 1000 + rate_c * coverage_c / 1000) * loading + fee;
 - payout = payout_share * max(0, min(damage, limit) - deductible), per structure / contents;
 - elevation out-of-pocket = cost * (1 - subsidy_share);
-- relocation = moving cost (+ owners: (1 - buyout_share) * structure value);
-- an action is affordable when its out-of-pocket cost <= savings.
+- relocation = moving cost (+ owners: (1 - buyout_share) * structure value).
+
+Who can pay for what, and how repairs are financed, is ``sim.finance``. The premium is computed
+here only (``premium_usd``): pricing rules (by zone, by elevation) belong in this one place.
 """
 
 from __future__ import annotations
@@ -36,18 +38,29 @@ def premium_usd(
     return base / 1000.0 * ins.loading + ins.fee_usd
 
 
-def payout_usd(
+def payouts_usd(
     ins: InsuranceConfig, damage_structure_usd: np.ndarray, damage_contents_usd: np.ndarray,
     is_owner: np.ndarray, insured: np.ndarray,
-) -> np.ndarray:
-    """Claim payout for insured households (0 for the uninsured)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Claim payouts for the structure (owners) and the contents (0 for the uninsured)."""
     capped_s = np.minimum(damage_structure_usd, ins.limit_structure_usd)
     pay_s = np.maximum(0.0, capped_s - ins.deductible_structure_usd)
     pay_s = np.where(is_owner, pay_s, 0.0)
     pay_c = np.maximum(
         0.0, np.minimum(damage_contents_usd, ins.limit_contents_usd) - ins.deductible_contents_usd
     )
-    return np.where(insured, ins.payout_share * (pay_s + pay_c), 0.0)
+    insured = np.asarray(insured, dtype=bool)
+    return (np.where(insured, ins.payout_share * pay_s, 0.0),
+            np.where(insured, ins.payout_share * pay_c, 0.0))
+
+
+def payout_usd(
+    ins: InsuranceConfig, damage_structure_usd: np.ndarray, damage_contents_usd: np.ndarray,
+    is_owner: np.ndarray, insured: np.ndarray,
+) -> np.ndarray:
+    """Claim payout for insured households (0 for the uninsured)."""
+    pay_s, pay_c = payouts_usd(ins, damage_structure_usd, damage_contents_usd, is_owner, insured)
+    return pay_s + pay_c
 
 
 def elevation_cost_usd(elev: ElevationConfig) -> float:
@@ -61,9 +74,3 @@ def relocation_cost_usd(
     """Out-of-pocket relocation cost: moving cost plus, for owners, the unpaid share of value."""
     owner_cost = rel.moving_cost_usd.owner + (1.0 - rel.buyout_share) * structure_value_usd
     return np.where(is_owner, owner_cost, rel.moving_cost_usd.renter)
-
-
-def affordable(cost_usd: np.ndarray, savings_usd: np.ndarray) -> np.ndarray:
-    """Whether an out-of-pocket cost fits within savings (zero-cost actions always do)."""
-    cost = np.asarray(cost_usd, dtype=float)
-    return (cost <= 0.0) | (cost <= np.asarray(savings_usd, dtype=float))

@@ -1,10 +1,10 @@
 """Household populations: read from a CSV or drawn from the YAML distributions (seeded).
 
 Generation (docs/configuration.md): tenure ~ Bernoulli(owner_share); zone ~ Categorical
-(zone_shares); income ~ lognormal; replacement value (RCV) ~ lognormal per tenure; structure
-value = RCV for owners and 0 for renters (renters do not own the building); contents value =
-contents_to_structure_ratio * RCV; savings = U(low, high) * income; initial insurance and
-elevation ~ Bernoulli(share per zone and tenure); trust ~ uniform ranges.
+(zone_shares); income ~ lognormal; owners: structure value ~ lognormal and contents value =
+contents_to_structure_ratio * structure value; renters: no structure (the building is the
+landlord's) and contents value ~ its own lognormal; savings = U(low, high) * income; initial
+insurance and elevation ~ Bernoulli(share per zone and tenure); trust ~ uniform ranges.
 """
 
 from __future__ import annotations
@@ -75,14 +75,10 @@ def generate_population(gen: GeneratedPopulation, n: int, seed: int) -> Populati
     probs = np.array([gen.zone_shares[z] for z in zones])
     zone = np.asarray(zones, dtype=object)[rng.choice(len(zones), size=n, p=probs / probs.sum())]
     income = rng.lognormal(gen.income_usd.ln_mean, gen.income_usd.ln_sigma, n)
-    rcv = np.empty(n)
-    for tenure, mask in (("owner", is_owner), ("renter", ~is_owner)):
-        params = gen.replacement_value_usd.get(tenure)
-        if params is None:
-            if mask.any():
-                raise ValueError(f"population.generate.replacement_value_usd lacks '{tenure}'")
-            continue
-        rcv[mask] = rng.lognormal(params.ln_mean, params.ln_sigma, int(mask.sum()))
+    structure = rng.lognormal(gen.structure_value_usd.ln_mean, gen.structure_value_usd.ln_sigma,
+                              n)
+    renter_contents = rng.lognormal(gen.renter_contents_usd.ln_mean,
+                                    gen.renter_contents_usd.ln_sigma, n)
     savings = rng.uniform(gen.savings_to_income.low, gen.savings_to_income.high, n) * income
     insured = _bernoulli_by_zone(rng, gen.initial_insured, zone, is_owner)
     elevated = _bernoulli_by_zone(rng, gen.initial_elevated, zone, is_owner) & is_owner
@@ -91,8 +87,9 @@ def generate_population(gen: GeneratedPopulation, n: int, seed: int) -> Populati
         zone=zone,
         income_usd=income,
         savings_usd=savings,
-        structure_value_usd=np.where(is_owner, rcv, 0.0),
-        contents_value_usd=gen.contents_to_structure_ratio * rcv,
+        structure_value_usd=np.where(is_owner, structure, 0.0),
+        contents_value_usd=np.where(is_owner, gen.contents_to_structure_ratio * structure,
+                                    renter_contents),
         elevated=elevated,
         insured=insured,
         trust_insurance=rng.uniform(gen.trust_insurance.low, gen.trust_insurance.high, n),

@@ -49,12 +49,6 @@ class RasterHazard(Hazard):
         self.cells: np.ndarray | None = None
         self._zone_index: np.ndarray | None = None
 
-    def _zone_statistics(self) -> tuple[np.ndarray, np.ndarray]:
-        """The declared statement: each zone's ``annual_probability`` and ``median_depth_m``."""
-        prob = np.array([self.config.zones[z].annual_probability for z in self.zones])
-        depth = np.array([self.config.zones[z].median_depth_m for z in self.zones])
-        return prob, depth
-
     # ----------------------------------------------------------------------------------------
     # placement
     # ----------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from governed_broker.contracts.decision import Decision
+from governed_broker.sim.finance import Repairs
 
 
 def _none() -> np.ndarray:
@@ -34,9 +35,17 @@ class YearState:
         damage_structure_usd: Structure damage (dollars; impacts phase).
         damage_contents_usd: Contents damage (dollars; impacts phase).
         payout_usd: Insurance payout (dollars; impacts phase).
-        out_of_pocket_usd: Damage minus payout, taken from savings (dollars; impacts phase).
-        options: Per action: ``cost``, ``allowed``, ``affordable`` and ``loss`` arrays
-            (``FloodModel.action_options``; perception phase).
+        out_of_pocket_usd: Damage minus payout (dollars; impacts phase).
+        debt_before_usd: Loan balance at the start of the year (dollars).
+        payment_due_usd: This year's loan payment (dollars).
+        repairs: How the out-of-pocket damage was financed (``sim.finance.Repairs``;
+            impacts phase).
+        options: Per action: ``cost``, ``premium``, ``allowed``, ``affordable`` and ``loss``
+            arrays (``FloodModel.action_options``; perception phase).
+        typical_damage_usd: Damage a typical flood of the zone would do to the home as it
+            stands (dollars; perception phase).
+        could_protect: Some protective action was open to the household and affordable
+            (perception phase).
         neighbour_shares: Share of neighbours insured / elevated / relocated at the end of
             last year (perception phase).
         trust_insurance: Trust in insurance at decision time (perception phase).
@@ -46,12 +55,15 @@ class YearState:
         executed: Action id executed per household (execution).
         premium_usd: Premium paid for next year's policy (dollars; execution).
         action_cost_usd: Cost of other measures (dollars; execution).
+        forced_sale: Sold and left at the end of the year (execution).
     """
 
     idx: np.ndarray
     savings_before_usd: np.ndarray
     elevated_before: np.ndarray
     insured_before: np.ndarray
+    debt_before_usd: np.ndarray
+    payment_due_usd: np.ndarray
     flood_occurred: bool = False
     depth_m: np.ndarray = field(default_factory=_none)
     flooded: np.ndarray = field(default_factory=_none)
@@ -60,7 +72,10 @@ class YearState:
     damage_contents_usd: np.ndarray = field(default_factory=_none)
     payout_usd: np.ndarray = field(default_factory=_none)
     out_of_pocket_usd: np.ndarray = field(default_factory=_none)
+    repairs: Repairs | None = None
     options: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    typical_damage_usd: np.ndarray = field(default_factory=_none)
+    could_protect: np.ndarray = field(default_factory=_none)
     neighbour_shares: dict[str, np.ndarray] = field(default_factory=dict)
     trust_insurance: np.ndarray = field(default_factory=_none)
     trust_neighbours: np.ndarray = field(default_factory=_none)
@@ -69,6 +84,7 @@ class YearState:
     executed: np.ndarray = field(default_factory=_none)
     premium_usd: np.ndarray = field(default_factory=_none)
     action_cost_usd: np.ndarray = field(default_factory=_none)
+    forced_sale: np.ndarray = field(default_factory=_none)
 
     @property
     def damage_usd(self) -> np.ndarray:

@@ -3,8 +3,10 @@
 The facts a vignette does not fix are worked out the way the world works them out, from the
 experiment being validated: the zone's flood probability and typical depth from its hazard, this
 year's damage from its depth-damage table (after elevation), the payout from its insurance terms,
-each action's out-of-pocket cost, whether it is open to the household and affordable, and the
-loss of a typical flood after it, from the world's effect table (``sim.effects``), and, when the
+each action's out-of-pocket cost and premium, whether it is open to the household and
+affordable within its spending room (``sim.finance``; a vignette household owes no loans and
+has no unrepaired damage), and the loss of a typical flood after it, from the world's effect
+table (``sim.effects``), and, when the
 experiment has a memory engine, what the household remembers of its flood history, retrieved by
 that engine (``sim.memory_bridge.WorldMemory``). The history a vignette gives its memory is its
 floods, its quiet years and what the neighbours did each year (past decisions are not recorded).
@@ -23,9 +25,9 @@ from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import fixed_events, hazard_with_paths
 from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.contracts.decision import HouseholdSituation
-from governed_broker.sim import money
+from governed_broker.sim import finance, money
 from governed_broker.sim.damage import damages_usd
-from governed_broker.sim.effects import WORLD_EFFECTS, OptionBatch
+from governed_broker.sim.effects import OptionBatch, price
 from governed_broker.sim.hazard import make_hazard
 from governed_broker.validity.battery import VignetteSpec
 
@@ -50,7 +52,6 @@ class SituationBuilder:
         self.damage_table: DamageTable = load_damage_table(
             self.config.resolve_path(self.config.damage.table))
         self._zones: dict[str, _Zone] = {}
-        self._memory: tuple[Any, dict[str, Any]] | None = None  # (WorldMemory, fresh state)
         self._recalled: dict[str, dict[str, Any] | None] = {}
 
     def build(self, spec: VignetteSpec, agent_id: int,
@@ -63,13 +64,14 @@ class SituationBuilder:
         damage, payout = self._impact(spec, spec.flood_depth_m, owner, structure, contents)
         batch = OptionBatch(self.config, self.damage_table, owner, structure, contents,
                             np.array([spec.elevated]), np.array([zone.typical_depth_m]))
-        costs, allowed, affordable, loss = self._options(spec, batch)
+        costs, allowed, affordable, extra = self._options(spec, batch)
         memory = self._recall(spec, allowed, owner, structure, contents)
         if order is not None:  # only the listing changes: what is remembered and known stays
             allowed = tuple(a for a in order if a in allowed)
         ago = [f.years_ago for f in spec.earlier_floods]
         flooded = spec.flood_depth_m > 0
-        extra: dict[str, Any] = {"loss_if_flood_usd": loss}
+        extra["typical_flood"] = {"depth_m": zone.typical_depth_m,
+                                  "damage_usd": float(batch.damage_here_usd()[0])}
         if memory is not None:
             extra["knowledge_facts"] = memory["knowledge_facts"]
             extra["heuristics"] = memory["heuristics"]
@@ -85,6 +87,7 @@ class SituationBuilder:
             neighbour_shares=spec.neighbours.model_dump(),
             action_costs_usd=costs, affordable=affordable, allowed_actions=allowed,
             trust_insurance=spec.trust_insurance, trust_neighbours=spec.trust_neighbours,
+            debt_usd=0.0, unrepaired_damage_usd=0.0,
             memories=() if memory is None else tuple(memory["memories"]), extra=extra,
         )
 
@@ -116,18 +119,27 @@ class SituationBuilder:
         return float(d_s[0] + d_c[0]), float(pay[0])
 
     def _options(self, spec: VignetteSpec, batch: OptionBatch
-                 ) -> tuple[dict[str, float], tuple[str, ...], dict[str, bool], dict[str, float]]:
-        costs, affordable, loss, allowed = {}, {}, {}, []
+                 ) -> tuple[dict[str, float], tuple[str, ...], dict[str, bool], dict[str, Any]]:
+        """Per action its cost, whether it is open and affordable, and the world's facts about
+        it (``extra``: loss of a typical flood after it, premium, the spending room)."""
+        fin = self.config.finance
+        income, savings = np.array([spec.income_usd]), np.array([spec.savings_usd])
+        no_loan = np.zeros(1)  # a vignette household owes nothing this year
+        costs, affordable, loss, premium, allowed = {}, {}, {}, {}, []
         for action, act in self.domain.actions.items():
-            effect = WORLD_EFFECTS[act.effect]
-            cost = float(effect.cost_usd(batch)[0]) * spec.cost_factor.get(act.effect, 1.0)
+            priced = price(act.effect, batch)
+            factor = spec.cost_factor.get(act.effect, 1.0)
+            cost = float(priced.cost_usd[0]) * factor
             costs[action] = cost
-            affordable[action] = bool(money.affordable(np.array([cost]),
-                                                       np.array([spec.savings_usd]))[0])
-            loss[action] = float(effect.loss_if_flood_usd(batch)[0])
-            if spec.tenure in act.tenure and bool(effect.open_to(batch)[0]):
+            premium[action] = float(priced.premium_usd[0]) * factor
+            affordable[action] = bool(finance.affordable(fin, np.array([cost]), savings, income,
+                                                         no_loan)[0])
+            loss[action] = float(priced.loss_usd[0])
+            if spec.tenure in act.tenure and bool(priced.open_to[0]):
                 allowed.append(action)
-        return costs, tuple(allowed), affordable, loss
+        room = float(finance.spending_room_usd(fin, savings, income, no_loan)[0])
+        extra = {"loss_if_flood_usd": loss, "premium_usd": premium, "spending_room_usd": room}
+        return costs, tuple(allowed), affordable, extra
 
     def _recall(self, spec: VignetteSpec, allowed: tuple[str, ...], owner: np.ndarray,
                 structure: np.ndarray, contents: np.ndarray) -> dict[str, Any] | None:
@@ -142,17 +154,13 @@ class SituationBuilder:
 
     def _remember(self, spec: VignetteSpec, allowed: tuple[str, ...], owner: np.ndarray,
                   structure: np.ndarray, contents: np.ndarray) -> dict[str, Any]:
-        # One world memory of one household, started afresh for every vignette from the same
-        # state (its memory engine's seeded generator included), so a vignette's memories never
-        # depend on the other vignettes of the battery.
-        if self._memory is None:
-            from governed_broker.sim.memory_bridge import WorldMemory
+        # One world memory of one household, built afresh for every vignette (its memory
+        # engine's seeded generator included), so a vignette's memories never depend on the
+        # other vignettes of the battery.
+        from governed_broker.sim.memory_bridge import WorldMemory
 
-            world = WorldMemory(self.config, self.domain, np.array([False]), np.array([False]),
-                                run_dir=None)
-            self._memory = (world, world.state())
-        world, fresh = self._memory
-        world.restore(fresh)
+        world = WorldMemory(self.config, self.domain, np.array([False]), np.array([False]),
+                            run_dir=None)
         memory, idx = world.memory_of(1), np.array([0])
         memory.set_status(insured=spec.insured, elevated=spec.elevated)
         floods = {spec.year - f.years_ago: f.depth_m for f in spec.earlier_floods}

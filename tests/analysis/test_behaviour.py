@@ -14,24 +14,37 @@ from governed_broker.config.agent_types import scale_halves
 
 def _table():
     rows = [
-        # high threat, proposed elevate (coherent) but executed do_nothing (fallback): incoherent
-        {"threat_label": "H", "proposed_action": "elevate_house", "executed_action": "do_nothing"},
+        # high threat, proposed elevate, rejected: the broker's fallback do_nothing is not judged
+        {"threat_label": "H", "proposed_action": "elevate_house", "executed_action": "do_nothing",
+         "status": "rejected"},
         # very high threat doing nothing, proposed and executed: incoherent both
         {"threat_label": "VH", "proposed_action": "do_nothing", "executed_action": "do_nothing"},
         # low threat proposing relocation, rejected -> do_nothing executed: proposed only
-        {"threat_label": "L", "proposed_action": "relocate", "executed_action": "do_nothing"},
-        # very low threat elevating: incoherent both
-        {"threat_label": "VL", "proposed_action": "elevate_house",
-         "executed_action": "elevate_house"},
+        {"threat_label": "L", "proposed_action": "relocate", "executed_action": "do_nothing",
+         "status": "rejected"},
+        # very low threat elevating and insuring (an elevating combination): incoherent both
+        {"threat_label": "VL", "proposed_action": "elevate_and_insure",
+         "executed_action": "elevate_and_insure"},
         # medium threat doing nothing: coherent
         {"threat_label": "M", "proposed_action": "do_nothing", "executed_action": "do_nothing"},
         # low threat buying insurance: coherent
         {"threat_label": "L", "proposed_action": "buy_insurance",
          "executed_action": "buy_insurance"},
         # no label (not evaluable), parse failure without a proposal
-        {"threat_label": None, "proposed_action": None, "executed_action": "do_nothing"},
-        # high threat, parse failed (no proposal), executed do_nothing
-        {"threat_label": "H", "proposed_action": None, "executed_action": "do_nothing"},
+        {"threat_label": None, "proposed_action": None, "executed_action": "do_nothing",
+         "status": "parse_failed"},
+        # high threat doing nothing, kept after re-asks (unresolved): the household's choice
+        {"threat_label": "H", "proposed_action": "do_nothing", "executed_action": "do_nothing",
+         "status": "unresolved"},
+        # high threat, low coping, doing nothing: fatalistic (PMT allows it), apart
+        {"threat_label": "VH", "coping_label": "L", "proposed_action": "do_nothing",
+         "executed_action": "do_nothing"},
+        # high threat doing nothing but already elevated: not judged
+        {"threat_label": "H", "proposed_action": "do_nothing", "executed_action": "do_nothing",
+         "elevated_before": True},
+        # high threat doing nothing with no protective action it could take or pay for
+        {"threat_label": "VH", "proposed_action": "do_nothing", "executed_action": "do_nothing",
+         "could_protect": False},
     ]
     return make_agents(
         [{"year": 1 + i // 4, "agent_id": i, **row} for i, row in enumerate(rows)]
@@ -40,24 +53,28 @@ def _table():
 
 def test_executed_rate_by_hand():
     out = irrational_behaviour_rate(_table(), on="executed").iloc[0]
-    # evaluable: rows 0-5 and 7 (7 rows); incoherent: rows 0, 1, 3, 7.
-    assert out["n_evaluated"] == 7
-    assert out["n_high_threat_inaction"] == 3
+    # fallbacks (rows 0, 2, 6) left out: evaluable rows 1, 3, 4, 5, 7, 8, 9, 10 (8 rows);
+    # incoherent: 1, 7 (high-threat inaction), 3 (low-threat elevation)
+    assert out["n_fallback"] == 3
+    assert out["n_evaluated"] == 8
+    assert out["n_high_threat_inaction"] == 2
     assert out["n_low_threat_extreme"] == 1
-    assert out["rate"] == pytest.approx(4 / 7)
+    assert out["n_fatalistic_inaction"] == 1  # row 8, apart
+    assert out["rate"] == pytest.approx(3 / 8)
 
 
 def test_proposed_rate_by_hand():
     out = irrational_behaviour_rate(_table(), on="proposed").iloc[0]
-    # evaluable: rows 0-5 (6 rows); incoherent: row 1 (inaction), rows 2 and 3 (extreme).
-    assert out["n_evaluated"] == 6
-    assert out["n_irrational"] == 3
-    assert out["rate"] == pytest.approx(0.5)
+    # evaluable: every row with a label and a proposal (10 rows; row 6 has neither);
+    # incoherent: 1, 7 (inaction), 2 (relocation), 3 (elevation); row 0 proposed elevating
+    assert out["n_evaluated"] == 10 and out["n_fallback"] == 0
+    assert out["n_irrational"] == 4
+    assert out["rate"] == pytest.approx(0.4)
 
 
 def test_by_year():
     out = irrational_behaviour_rate(_table(), on="executed", by="year").set_index("year")
-    assert out.loc[1, "rate"] == pytest.approx(3 / 4)  # rows 0, 1, 3 of rows 0-3
+    assert out.loc[1, "rate"] == pytest.approx(2 / 2)  # rows 1 and 3 (0 and 2 fell back)
     assert out.loc[2, "rate"] == pytest.approx(1 / 3)  # row 7 of rows 4, 5, 7
 
 

@@ -45,17 +45,21 @@ def test_values_by_hand():
     assert math.isnan(v["B6"])
     assert v["B7"] == pytest.approx(1 / 2)  # >= 2 floods: 1 (insured), 2 (not)
     assert v["B8"] == pytest.approx(0.0)  # one policy in force (1, y2), renewed
+    # zone high in year 2 (a flood): 1 policy in force, 1 for next year: no rise
+    assert v["T1"] == pytest.approx(0.0)
+    assert math.isnan(v["T2"])  # no rise to decay
+    assert math.isnan(v["T3"])  # the one policy bought outlasts the run
 
 
 def test_score_and_status_by_hand():
     fit = fit_to_benchmarks(_run(), load_benchmarks())
     status = fit.table.set_index("id")["status"]
     # B1 0.33 in [.30,.50]; B2 0.25 in [.15,.40]; B3 0.25 out; B4 0.2 out;
-    # B5 0.5 in; B6 not computable; B7 0.5 out; B8 0 out.
+    # B5 0.5 in; B6 not computable; B7 0.5 out; B8 0 out; T1 0 out; T2, T3 not computable.
     assert status["B6"] == "not_computable"
     assert list(status[status == "in_range"].index) == ["B1", "B2", "B5"]
     in_weight = 1.0 + 0.8 + 1.5
-    computable = 1.0 + 0.8 + 1.0 + 0.8 + 1.5 + 1.0 + 1.0
+    computable = 1.0 + 0.8 + 1.0 + 0.8 + 1.5 + 1.0 + 1.0 + 1.0
     assert fit.computable_weight == pytest.approx(computable)
     assert fit.score == pytest.approx(in_weight / computable)
     assert fit.passed is False
@@ -92,3 +96,19 @@ def test_invalid_benchmarks_file(tmp_path: Path):
     bad.write_text(yaml.safe_dump(data))
     with pytest.raises(AnalysisInputError, match="nonsense"):
         load_benchmarks(bad)
+
+
+def test_replicates_summarised_with_intervals():
+    from governed_broker.analysis.benchmarks import fit_replicates, mean_interval
+
+    fit = fit_replicates([_run(), _run(), _run()], load_benchmarks())
+    single = fit_to_benchmarks(_run(), load_benchmarks())
+    assert fit.scores == pytest.approx([single.score] * 3)
+    assert fit.score_mean == pytest.approx(single.score)
+    assert fit.score_ci == pytest.approx((single.score, single.score))  # no spread
+    row = fit.table.set_index("id").loc["B1"]
+    assert row["n"] == 3 and row["mean"] == pytest.approx(1 / 3) and row["status"] == "in_range"
+    assert fit.table.set_index("id").loc["B6", "status"] == "not_computable"
+    mean, low, high = mean_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and (low, high) == pytest.approx((2 - 2.4843, 2 + 2.4843), abs=1e-3)
+    assert math.isnan(mean_interval([1.0])[1])

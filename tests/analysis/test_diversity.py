@@ -33,11 +33,12 @@ def test_decision_entropy_per_year():
     )
     out = decision_entropy(table).set_index("year")
     assert out.loc[1, "entropy"] == 0.0
-    assert out.loc[2, "entropy"] == pytest.approx(0.5)
+    # five actions in the default domain: ln 2 / ln 5
+    assert out.loc[2, "entropy"] == pytest.approx(math.log(2) / math.log(5))
     assert out.loc[2, "n_buy_insurance"] == 1
     pooled = decision_entropy(table, by=None).iloc[0]
-    # pooled p = (0.75, 0.25): (0.75 ln(4/3) + 0.25 ln 4) / ln 4
-    expected = (0.75 * math.log(4 / 3) + 0.25 * math.log(4)) / math.log(4)
+    # pooled p = (0.75, 0.25): (0.75 ln(4/3) + 0.25 ln 4) / ln 5
+    expected = (0.75 * math.log(4 / 3) + 0.25 * math.log(4)) / math.log(5)
     assert pooled["entropy"] == pytest.approx(expected)
 
 

@@ -37,7 +37,9 @@ def test_renamed_and_fifth_action_run_through_analysis_and_report(experiments, t
     data = experiments.data()
     data["agent_types"] = str(_domain_copy(repo_root, tmp_path))
     config = experiments.config(["years=6", "population.size=40",
-                                 "hazard.zones.high.annual_probability=0.5"], data=data)
+                                 "population.generate.zone_shares={high: 0.5, low: 0.5}",
+                                 "hazard.zones.high.annual_probability=0.5",
+                                 "hazard.zones.high.flooded_share=1"], data=data)
     out = run_experiment(config, tmp_path / "run", progress=False).out_dir
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["actions"][RENAMED] == "insure" and manifest["actions"][FIFTH] == "none"
@@ -78,7 +80,8 @@ def _scale_copy(repo_root, tmp_path):
     script = tmp_path / "script.yaml"  # "severe" is a word of EXTREME: a recorded repair
     script.write_text(yaml.safe_dump([
         {"pattern": "cannot be accepted", "reply": _appraisal("HIGH", "HIGH", "buy_insurance")},
-        {"pattern": "flooded", "reply": _appraisal("severe", "HIGH", "do_nothing")},
+        {"pattern": "A flood reached your home",
+         "reply": _appraisal("severe", "HIGH", "do_nothing")},
         {"pattern": ".", "reply": _appraisal("NONE", "LOW", "do_nothing")},
     ]))
     return path, script
@@ -93,7 +96,9 @@ def test_another_appraisal_scale_drives_schema_rules_and_analysis(experiments, t
            "cache": {"mode": "off"}}
     config = experiments.config(["years=3", "population.size=6", "decision.maker=llm",
                                  f"llm={json.dumps(llm)}",
-                                 "hazard.zones.high.annual_probability=0.9"], data=data)
+                                 "population.generate.zone_shares={high: 0.5, low: 0.5}",
+                                 "hazard.zones.high.annual_probability=0.9",
+                                 "hazard.zones.high.flooded_share=1"], data=data)
     out = run_experiment(config, tmp_path / "run", progress=False).out_dir
     assert json.loads((out / "manifest.json").read_text())["pmt_labels"] == SCALE["labels"]
 

@@ -87,3 +87,31 @@ def test_audit_without_attempts_is_an_error():
 
 def test_tables_carry_metric_version():
     assert governance_workload(_table()).attrs["metric_version"] == METRIC_VERSION
+
+
+def _parsed(threat, coping, action):
+    return {"parsed": {"threat_appraisal": {"label": threat},
+                       "coping_appraisal": {"label": coping}, "decision": action}}
+
+
+def test_label_changes_on_retry_by_hand():
+    from governed_broker.analysis.governance import label_changes_on_retry
+
+    records = [
+        # re-asked: labels lowered, action kept (the rule answered by re-rating)
+        {"retries_by_kind": {"governance": 1},
+         "attempts": [_parsed("H", "M", "do_nothing"), _parsed("M", "M", "do_nothing")]},
+        # re-asked: same labels, new action
+        {"retries_by_kind": {"governance": 2},
+         "attempts": [_parsed("VH", "H", "do_nothing"), _parsed("VH", "H", "do_nothing"),
+                      _parsed("VH", "H", "buy_insurance")]},
+        # format retry only: not counted
+        {"retries_by_kind": {"format": 1, "governance": 0},
+         "attempts": [{"parsed": None}, _parsed("L", "L", "do_nothing")]},
+        # re-asked but the retry could not be parsed: one parsed attempt, not counted
+        {"retries_by_kind": {"governance": 1},
+         "attempts": [_parsed("H", "H", "do_nothing"), {"parsed": None}]},
+    ]
+    out = label_changes_on_retry(records)
+    assert (out["n_retried"], out["n_labels_changed"], out["n_action_changed"]) == (2, 1, 1)
+    assert out["n_labels_only"] == 1 and out["share_labels_only"] == 0.5

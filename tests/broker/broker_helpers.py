@@ -45,7 +45,7 @@ def make_situation(**overrides: Any) -> HouseholdSituation:
         action_costs_usd={"do_nothing": 0.0, "buy_insurance": 1200.0,
                           "elevate_house": 30000.0, "relocate": 35000.0},
         affordable={a: True for a in OWNER_ACTIONS}, allowed_actions=allowed,
-        trust_insurance=0.4, trust_neighbours=0.6,
+        trust_insurance=0.4, trust_neighbours=0.6, debt_usd=0.0, unrepaired_damage_usd=0.0,
     )
     base.update(overrides)
     return HouseholdSituation(**base)

@@ -25,7 +25,8 @@ def _settings(households: int = 60, years: int = 4, cohort: bool = True) -> list
            "cache": {"mode": "off"}}
     return [f"population.size={households}", f"years={years}", "memory.engine=humancentric",
             "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
-            "hazard.zones.high.annual_probability=0.5", f"cohort.enabled={str(cohort).lower()}",
+            "hazard.zones.high.annual_probability=0.5", "hazard.zones.high.flooded_share=1",
+            f"cohort.enabled={str(cohort).lower()}",
             BINS]
 
 

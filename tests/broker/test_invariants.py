@@ -61,7 +61,7 @@ def test_outcome_is_always_consistent(replies, profile, tenure, elevated, afford
     (d,) = asyncio.run(broker.adecide([s]))
     audit = d.audit
     assert d.action in s.allowed_actions and s.affordable[d.action]
-    assert d.status in ("approved", "retry_approved", "rejected", "parse_failed")
+    assert d.status in ("approved", "retry_approved", "unresolved", "rejected", "parse_failed")
     kinds = audit["retries_by_kind"]
     assert kinds["format"] <= max_parse_retries and kinds["governance"] <= max_retries
     assert d.retries == kinds["format"] + kinds["governance"] == len(audit["attempts"]) - 1
@@ -70,6 +70,9 @@ def test_outcome_is_always_consistent(replies, profile, tenure, elevated, afford
         assert d.action == audit["final_proposal"]
         assert not [r for r in audit["attempts"][-1]["rules"]
                     if r["fired"] and r["severity"] == "ERROR"]
+    elif d.status == "unresolved":  # a rule declaring on_exhausted: keep is still violated
+        assert d.action == audit["final_proposal"] and not audit["fallback"]
+        assert audit["unresolved_rules"] and kinds["governance"] == max_retries
     else:
         assert d.action == "do_nothing" and audit["fallback"]
     if d.status == "approved":

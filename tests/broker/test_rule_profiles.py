@@ -3,8 +3,9 @@
 For each (rule, profile) a proposal that fires the rule is built from the rule's own
 condition, so a new rule in the YAML is covered without a new test:
 - ERROR: the proposal is blocked and re-asked with feedback naming the rule; an acceptable
-  retry is ``retry_approved``; a model that insists is ``rejected`` with the default action
-  after exactly ``max_retries`` re-asks;
+  retry is ``retry_approved``; a model that insists gets what the rule declares after exactly
+  ``max_retries`` re-asks: ``rejected`` with the default action (``on_exhausted: fallback``) or
+  ``unresolved`` with its own proposal executed (``keep``);
 - WARNING: never blocks (one call), recorded as fired;
 - off: not evaluated; the proposal stands unless it is infeasible, in which case the
   feasibility backstop rejects it (never executed).
@@ -60,6 +61,8 @@ def trigger(rule: GovernanceRule) -> tuple[Any, dict]:
     if cond.affordable is not None:
         fields["affordable"] = {a: (cond.affordable if a == action else True)
                                 for a in OWNER_ACTIONS}
+    if cond.can_protect is False:  # nothing protective it could pay for
+        fields["affordable"] = {a: a == "do_nothing" for a in OWNER_ACTIONS}
     situation = make_situation(**fields)
     threat = cond.threat[0] if cond.threat else "M"
     coping = cond.coping[0] if cond.coping else "M"
@@ -115,19 +118,26 @@ ERROR_CASES = [(r, p) for r, p in CASES if r.severity.for_profile(p) == "ERROR"]
     ("rule", "profile"), ERROR_CASES, ids=[f"{r.id}-{p}" for r, p in ERROR_CASES]
 )
 @pytest.mark.parametrize("max_retries", [0, 2])
-def test_exhausted_retries_execute_default_as_rejected(rule, profile, max_retries, close_brokers):
+def test_exhausted_retries_give_the_declared_outcome(rule, profile, max_retries, close_brokers):
     situation, proposal = trigger(rule)
     broker, backend = make_broker([(r".", proposal)], profile=profile, max_retries=max_retries)
     close_brokers.append(broker)
     (decision,) = broker.decide([situation])
     assert len(backend.calls) == 1 + max_retries
-    assert decision.status == "rejected"
-    assert decision.action == "do_nothing"
+    if rule.on_exhausted == "keep":  # the model's own choice stands, the violation recorded
+        assert decision.status == "unresolved"
+        assert decision.action == proposal["decision"]
+        assert decision.audit["fallback"] is False
+        assert decision.audit["unresolved_rules"] == [rule.id]
+    else:
+        assert decision.status == "rejected"
+        assert decision.action == "do_nothing"
+        assert decision.audit["fallback"] is True
+        assert decision.audit["unresolved_rules"] == []
     assert decision.proposed_action == proposal["decision"]
     assert decision.retries == max_retries
     assert decision.audit["retries_by_kind"] == {
         "format": 0, "governance": max_retries, "transport": 0}
-    assert decision.audit["fallback"] is True
     assert rule.id in decision.reason
     for call in backend.calls[1:]:
         assert f"[{rule.id}]" in call.messages[-1]["content"]

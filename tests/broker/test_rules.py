@@ -132,3 +132,39 @@ def test_rules_only_evaluated_for_their_actions_and_profile():
     disabled = RuleSet(GovernanceRules.model_validate({"rules": [rule()]}), "disabled",
                        registry(), SCALE.labels)
     assert disabled.evaluate(make_situation(), proposal("VH")) == []
+
+
+def test_inaction_rules_respect_protection_and_means():
+    """An elevated household, or one with no protective action it could take or pay for, may
+    keep doing nothing at high threat; a household that can act is re-asked."""
+    from broker_helpers import OWNER_ACTIONS, governance_rules, make_situation, registry, reply
+
+    from governed_broker.broker.rules import RuleSet
+    from governed_broker.cognition.schema import DecisionReply
+
+    rules = RuleSet(governance_rules(), "strict", registry(), ("VL", "L", "M", "H", "VH"))
+    idle = DecisionReply.model_validate(reply("VH", "H", "do_nothing"))
+
+    def fired(situation):
+        return {o.rule_id for o in rules.evaluate(situation, idle) if o.fired}
+
+    assert "very_high_threat_inaction" in fired(make_situation())
+    assert "very_high_threat_inaction" not in fired(make_situation(elevated=True))
+    broke = make_situation(affordable={a: a == "do_nothing" for a in OWNER_ACTIONS})
+    assert "very_high_threat_inaction" not in fired(broke)
+    insured_only = make_situation(affordable={a: a in ("do_nothing", "buy_insurance")
+                                              for a in OWNER_ACTIONS})
+    assert "very_high_threat_inaction" in fired(insured_only)  # insuring is still open
+
+
+def test_keep_is_refused_for_rules_whose_proposals_cannot_run():
+    import pytest
+    from pydantic import ValidationError
+
+    from governed_broker.config.broker import GovernanceRule
+
+    with pytest.raises(ValidationError, match="on_exhausted 'keep' is for thinking"):
+        GovernanceRule.model_validate({
+            "id": "x", "category": "financial", "actions": ["buy_insurance"],
+            "when": {"affordable": False}, "severity": {"strict": "ERROR", "relaxed": "ERROR"},
+            "message": "m", "on_exhausted": "keep"})

@@ -82,19 +82,45 @@ def test_sections_in_spec_order_and_static_system_message():
     assert positions == sorted(positions)
 
 
+LOSSES = {"do_nothing": 52_000.0, "buy_insurance": 2_000.0, "elevate_house": 0.0,
+          "relocate": 0.0}
+
+
 def test_situation_facts_and_costs_are_shown():
-    s = make_situation(payout_usd=30000.0, insured=True, savings_usd=20000.0,
+    s = make_situation(payout_usd=30000.0, insured=True, savings_usd=20000.0, debt_usd=12_000.0,
+                       unrepaired_damage_usd=3_000.0,
                        affordable={"do_nothing": True, "buy_insurance": True,
-                                   "elevate_house": False, "relocate": False})
-    text = user_text(builder().build(s))
+                                   "elevate_house": False, "relocate": False},
+                       extra={"loss_if_flood_usd": LOSSES, "spending_room_usd": 23_100.0,
+                              "typical_flood": {"depth_m": 0.3, "damage_usd": 54_000.0}})
+    text = " ".join(user_text(builder().build(s)).split())
     for fact in ("0.80 m deep", "$45,000 of", "insurance paid $30,000", "savings are now $20,000",
                  "flood insurance in force", "has not been elevated", "1 in 100 (1%)",
-                 "30% of them had flood insurance", "flooded once", "this year"):
+                 "30% of them had flood insurance", "home would cost about $250,000",
+                 "belongings are worth about $60,000", "about 0.3 m of water",
+                 "do about $54,000 of damage", "You owe $12,000", "damage of $3,000",
+                 "spend up to $23,100 on flood protection"):
         assert fact in text, fact
-    assert "elevate_house: Raise the house" in text and "$30,000 (more than your savings" in text
+    assert "elevate_house: Raise the house" in text and "$30,000 (more than you can pay" in text
     assert "buy_insurance: Buy (or renew)" in text and "$1,200." in text
-    assert "do_nothing: Take no new protective action this year. Cost to you this year: nothing."\
+    assert ("do_nothing: Take no new protective action this year. Cost to you this year: "
+            "nothing. If a typical flood came next year, it would then cost you $52,000.")\
         in text
+    assert "it would then cost you $2,000." in text  # insured: what the baseline weighs
+    assert "elevate_house" in text and "it would then cost you nothing." in text
+
+
+def test_past_floods_are_known_only_from_memory():
+    # floods in earlier years are world state; without memories the prompt must not state them
+    s = make_situation(flooded=False, depth_m=0.0, damage_usd=0.0, years_since_flood=2,
+                       floods_experienced=3, memories=())
+    text = user_text(builder().build(s)).lower()
+    assert "no flood at your home" in text
+    for leak in ("flooded 3", "3 times", "2 years ago", "last flood", "so far"):
+        assert leak not in text, leak
+    remembered = (Memory("m1", 1, "My home flooded 0.9 m deep in year 1."),)
+    assert "flooded 0.9 m deep" in user_text(builder().build(
+        make_situation(flooded=False, years_since_flood=2, memories=remembered)))
 
 
 def test_renter_sees_only_allowed_actions_and_no_elevation_status():

@@ -31,7 +31,7 @@ class Item:
 
 @dataclass
 class FakeEngine:
-    """The two methods reflection uses: ``items()`` and ``add_insight(content, year)``."""
+    """The two methods reflection uses: ``items()`` and ``add_insight(content, year, ...)``."""
 
     stored: list = field(default_factory=list)
     memories: list = field(default_factory=list)
@@ -39,13 +39,14 @@ class FakeEngine:
     def items(self):
         return list(self.memories)
 
-    def add_insight(self, content, year):
-        item = Item(f"i{len(self.stored)}", year, content, "insight", 10.0)
+    def add_insight(self, content, year, *, salience=1.0, sources=()):
+        item = Item(f"i{len(self.stored)}", year, content, "insight", 10.0 * salience)
+        item.sources = tuple(sources)
         self.stored.append(item)
         return item
 
 
-INSIGHTS = {"insights": ["I live where floods reach my home.", "Insurance paid for most damage.",
+INSIGHTS = {"insights": ["I live where floods reach my home.", "Insurance is worth having.",
                          "My neighbours are elevating."]}
 
 
@@ -84,7 +85,43 @@ def test_insights_are_stored_with_the_year_and_logged(tmp_path):
     (line,) = read_jsonl(tmp_path / "reflections.jsonl")
     assert line == json.loads(json.dumps(records[0]))
     assert line["status"] == "ok" and line["memory_ids"] == ["m1", "m2"]
-    assert line["insight_ids"] == ["i0", "i1", "i2"]
+    assert line["insight_ids"] == ["i0", "i1", "i2"] and line["rejected"] == []
+    # stored at the salience of the flood memory (importance 1.0), with their sources
+    assert line["salience"] == 1.0
+    assert all(i.importance == 10.0 and i.sources == ("m1", "m2") for i in t.engine.stored)
+
+
+def test_unsupported_insights_are_rejected_and_recorded():
+    claims = {"insights": ["Our home flooded this year and the damage cost $12,000.",
+                           "Insurance paid for the repairs.", "Floods can come any year."]}
+    backend = ScriptedBackend([(r".", claims)])
+    quiet = [Item("m1", 3, "Year 3 was quiet: no water reached my home.", importance=0.1),
+             Item("m2", 3, "I renewed my insurance policy for $1,200.", "decision", 0.1)]
+    t = target(1, quiet)
+    (record,) = engine(backend).reflect([t], 3)
+    assert [i.content for i in t.engine.stored] == ["Floods can come any year."]
+    reasons = {r["insight"]: r["reason"] for r in record["rejected"]}
+    assert reasons[claims["insights"][0]] == "the number 12000 is in no source memory"
+    assert reasons[claims["insights"][1]] == "claim 'insurance_payout' is in no source memory"
+    # a quiet year's lesson is stored at a tenth of a flood year's weight
+    assert t.engine.stored[0].importance == 1.0 and record["salience"] == 0.1
+
+
+def test_supported_claims_and_numbers_pass():
+    memories = [Item("m1", 3, "My home flooded 0.3 m deep; the damage cost $54,000. My "
+                             "insurance paid $51,000.", importance=1.0)]
+    claims = {"insights": ["Our home flooded this year, 0.3 m deep.",
+                           "Insurance paid $51k of the $54,000 damage.", "In year 3 I learned."]}
+    t = target(1, memories)
+    (record,) = engine(ScriptedBackend([(r".", claims)])).reflect([t], 3)
+    assert record["rejected"] == [] and len(t.engine.stored) == 3
+
+
+def test_every_rejected_leaves_the_reflection_rejected():
+    t = target(1, [Item("m1", 3, "Year 3 was quiet: no water reached my home.")])
+    (record,) = engine(ScriptedBackend([(r".", {"insights": ["I got a payout of $900."]})]),
+                       n_insights=1).reflect([t], 3)
+    assert record["status"] == "rejected" and t.engine.stored == []
 
 
 def test_household_without_memories_of_the_year_is_skipped_without_a_call():
@@ -114,9 +151,9 @@ def test_insights_stored_in_agent_order_whatever_the_input_order():
     order = []
 
     class Recording(FakeEngine):
-        def add_insight(self, content, year):
+        def add_insight(self, content, year, **kw):
             order.append(self.name)
-            return super().add_insight(content, year)
+            return super().add_insight(content, year, **kw)
 
     targets = []
     for agent_id in (9, 2, 5):
@@ -142,15 +179,19 @@ def test_parse_insights_repairs():
     assert error is None and insights == ["a", "b", "c"]
     assert repairs == ["removed a markdown code fence", "removed trailing comma(s)",
                        "kept the first 3 of 4 insights"]
-    insights, repairs, _ = parse_insights('{"insights": ["' + "x" * 50 + '"]}', 3, 10)
-    assert insights == ["x" * 10] and "only 1 of 3 insights given" in repairs
+    insights, repairs, _ = parse_insights('{"insights": ["' + "x" * 50 + '"]}', 3, 20)
+    assert insights == ["x" * 50] and "only 1 of 3 insights given" in repairs  # one sentence
+    two = "First whole lesson. Second lesson that does not fit."
+    insights, repairs, _ = parse_insights(json.dumps({"insights": [two]}), 1, 25)
+    assert insights == ["First whole lesson."]
+    assert repairs == ["insight 1: kept the first 1 whole sentence(s) of 2"]
     assert parse_insights('{"insights": []}', 3, 10)[2] == "the 'insights' list holds no text"
     assert parse_insights('{"lessons": ["a"]}', 3, 10)[2].startswith("the reply has no list")
 
 
 def test_with_the_real_memory_engine_through_the_broker(tmp_path):
-    """Broker.end_year -> reflection -> insights in a HumanCentricMemoryEngine (importance 10),
-    retrieved in a later year's decision prompt."""
+    """Broker.end_year -> reflection -> insights in a HumanCentricMemoryEngine (importance 10
+    times the flood memory's 1.0), retrieved in a later year's decision prompt."""
     from broker_helpers import FIRST, make_broker, make_situation, reply
 
     from governed_broker.memory import HumanCentricMemoryEngine

@@ -85,12 +85,26 @@ def test_missing_fields_unknown_labels_and_non_json_fail():
 def test_missing_reason_and_extra_fields_and_long_reasons():
     data = {k: v for k, v in GOOD.items() if k != "reason"}
     data["confidence"] = 0.9
-    data["threat_appraisal"] = {"label": "H", "reason": "x" * 500}
+    long = "Floods come often here. " * 10
+    data["threat_appraisal"] = {"label": "H", "reason": long}
+    data["coping_appraisal"] = {"label": "M", "reason": "x" * 200 + "."}  # one sentence: whole
     r = parse(json.dumps(data), max_reason_chars=50)
-    assert r.ok and r.reply.reason == "" and len(r.reply.threat_appraisal.reason) == 50
+    assert r.ok and r.reply.reason == ""
+    assert r.reply.threat_appraisal.reason == "Floods come often here. Floods come often here."
+    assert r.reply.coping_appraisal.reason == "x" * 200 + "."
     assert r.repairs == ("ignored unexpected field(s) ['confidence']",
                          "missing reason left empty",
-                         "threat_appraisal.reason truncated to 50 characters")
+                         "threat_appraisal.reason: kept the first 2 whole sentence(s) of 10")
+
+
+def test_a_reason_stopped_by_the_schema_cap_is_reported():
+    data = dict(GOOD, reason="y" * 150)  # the hard cap of 50 is 150: stopped mid-sentence
+    r = parse(json.dumps(data), max_reason_chars=50)
+    assert r.ok and r.reply.reason == "y" * 150
+    assert r.repairs == ("reason: stopped mid-sentence at the schema's limit of 150 characters",)
+    data = dict(GOOD, reason="A whole sentence. An unfinished " + "z" * 150)
+    r = parse(json.dumps(data), max_reason_chars=50)
+    assert r.reply.reason == "A whole sentence."  # the unfinished sentence is dropped
 
 
 def test_backend_parsed_object_is_used():

@@ -32,10 +32,12 @@ def test_child_merges_mappings_and_replaces_values(exps: Path) -> None:
 
 def test_null_removes_an_inherited_key(exps: Path) -> None:
     (exps / "child.yaml").write_text(
-        "extends: baseline.yaml\nname: child\nhazard:\n  mode: fixed\n  zones: null\n"
+        "extends: baseline.yaml\nname: child\nhazard:\n  mode: fixed\n"
         "  household_sigma: null\n  events: [{year: 2, depth_m: {high: 1.0}}]\n")
     config = load_experiment(exps / "child.yaml")
     assert config.hazard.mode == "fixed" and config.hazard.events[0].year == 2
+    assert config.hazard.household_sigma == 0.0  # the default, not the inherited 0.5
+    assert config.hazard.zones == load_experiment(exps / "baseline.yaml").hazard.zones
 
 
 def test_grandchild_chain_and_overrides(exps: Path) -> None:
@@ -55,3 +57,15 @@ def test_bad_extends_is_a_clear_error(exps: Path, text: str, message: str) -> No
     (exps / "loop.yaml").write_text(text + "name: loop\n")
     with pytest.raises(ConfigError, match=message):
         load_experiment(exps / "loop.yaml")
+
+
+def test_set_null_removes_a_key_as_extends_does(exps: Path) -> None:
+    base = load_experiment(exps / "baseline.yaml")
+    assert base.relocation.buyout_share != 1.0
+    cleared = load_experiment(exps / "baseline.yaml", ["relocation.buyout_share=null"])
+    assert cleared.relocation.buyout_share == 1.0  # the field's default
+    (exps / "child.yaml").write_text(
+        "extends: baseline.yaml\nname: child\nrelocation: {buyout_share: null}\n")
+    assert load_experiment(exps / "child.yaml").relocation == cleared.relocation
+    with pytest.raises(ConfigError, match="insurance"):  # a required setting cannot go
+        load_experiment(exps / "baseline.yaml", ["insurance=null"])

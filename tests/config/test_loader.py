@@ -37,12 +37,13 @@ def test_relative_paths_resolve_against_the_yaml_directory(repo_root: Path, tmp_
     monkeypatch.chdir(tmp_path / "configs")  # a different working directory
     config = load_experiment(Path("../exps/demo.yaml"))
     assert config.resolve_path(config.damage.table).is_file()
-    assert config.damage.table == Path("../configs/damage/huizinga_log_fit.yaml")  # as given
+    assert config.damage.table == Path("../configs/damage/fema_one_story_no_basement.yaml")
 
 
 def test_overrides_reach_nested_and_dict_fields(experiments) -> None:
     config = experiments.config([
         "seed=7", "population.size=33", "hazard.zones.high.annual_probability=0.5",
+        "hazard.zones.high.flooded_share=1",
         "memory.engine=humancentric", "memory.overrides.decay_rate=0.2",
         "sweep.parameters.seed=[1, 2]",
         "network.kind=ring", "description=hello world",

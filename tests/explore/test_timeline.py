@@ -33,7 +33,7 @@ def test_every_year_of_an_llm_household_is_joined() -> None:
 
 def test_retries_show_their_feedback_and_missing_prompts_are_said() -> None:
     view = load_view(FIXTURES / "scripted_broker_run", live=False)
-    entry = next(e for e in household_timeline(view, 8) if e.year == 1)
+    entry = next(e for e in household_timeline(view, 9) if e.year == 2)
     assert {f["id"] for f in entry.rules_fired} == {"already_elevated", "cannot_afford"}
     first, second = entry.attempts[:2]
     assert {r["id"] for r in first.fired} == {"already_elevated", "cannot_afford"}

@@ -83,12 +83,14 @@ def test_replayed_changes_rebuild_the_memory_year_by_year(graph, engine) -> None
 def test_what_a_year_reports_does_not_grow_with_history(graph) -> None:
     hm, rng = household(graph), np.random.default_rng(4)
     sizes, whole = [], []
-    for year in range(1, 41):
+    for year in range(1, 81):
         live_year(hm, year, rng)
         sizes.append(len(json.dumps(hm.changes())))
         whole.append(len(json.dumps(hm.state())))
-    assert whole[39] > 3 * whole[9]  # the memory itself grows ...
-    assert np.mean(sizes[35:40]) < 1.3 * np.mean(sizes[5:10])  # ... its yearly changes do not
+    assert whole[79] > 3 * whole[19]  # the memory itself grows ...
+    # ... its yearly changes do not (decades after the first: a year's size varies with its
+    # floods by a factor of 2, so 5-year windows were too noisy to compare)
+    assert np.mean(sizes[70:80]) < 1.3 * np.mean(sizes[10:20])
 
 
 def test_a_household_without_news_reports_nothing(graph) -> None:

@@ -51,7 +51,8 @@ class ToyEngine:
         self._new.append(item)
         return item
 
-    def add_insight(self, content: str, year: float) -> MemoryItem:
+    def add_insight(self, content: str, year: float, *, salience: float = 1.0,
+                    sources=()) -> MemoryItem:
         return self.add(content, year, kind="insight")
 
     def retrieve(self, year: float) -> list[MemoryItem]:

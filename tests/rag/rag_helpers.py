@@ -54,6 +54,6 @@ def situation(**changes: Any) -> HouseholdSituation:
         affordable={"do_nothing": True, "buy_insurance": True, "relocate": True},
         allowed_actions=("do_nothing", "relocate"),
         trust_insurance=0.5,
-        trust_neighbours=0.5,
+        trust_neighbours=0.5, debt_usd=0.0, unrepaired_damage_usd=0.0,
     )
     return dataclasses.replace(base, **changes)

@@ -11,7 +11,7 @@ from governed_broker.config.world import BaselineParams
 from governed_broker.contracts.decision import HouseholdSituation
 from governed_broker.sim import BaselineDecisionMaker, FloodModel
 
-ACTIONS = ("do_nothing", "buy_insurance", "elevate_house", "relocate")
+ACTIONS = ("do_nothing", "buy_insurance", "elevate_house", "elevate_and_insure", "relocate")
 
 
 def params(repo_root, **changes) -> BaselineParams:
@@ -23,13 +23,16 @@ def params(repo_root, **changes) -> BaselineParams:
 @pytest.fixture
 def maker(repo_root) -> BaselineDecisionMaker:
     types = load_agent_types(repo_root / "agent_types.yaml")
-    return BaselineDecisionMaker(params(repo_root, implementation_probability=1.0), types, seed=1)
+    return BaselineDecisionMaker(params(repo_root, implementation_probability=1.0,
+                                        perception_sigma=0.0), types, seed=1)
 
 
 def situation(agent_id=1, *, ysf=None, savings=50_000.0, prob=0.2, insured=False,
-              loss=(200_000.0, 5_000.0, 0.0, 0.0), costs=(0.0, 1_500.0, 40_000.0, 60_000.0),
+              loss=(200_000.0, 5_000.0, 0.0, 0.0, 0.0),
+              costs=(0.0, 1_500.0, 40_000.0, 41_500.0, 60_000.0),
               tenure="owner") -> HouseholdSituation:
     allowed = ACTIONS if tenure == "owner" else ("do_nothing", "buy_insurance", "relocate")
+    premium = (0.0, costs[1], 0.0, costs[1], 0.0)
     return HouseholdSituation(
         agent_id=agent_id, year=1, tenure=tenure, flood_zone="high", income_usd=60_000.0,
         savings_usd=savings, structure_value_usd=250_000.0, contents_value_usd=140_000.0,
@@ -38,8 +41,11 @@ def situation(agent_id=1, *, ysf=None, savings=50_000.0, prob=0.2, insured=False
         flood_probability=prob, neighbour_shares={"insured": 0, "elevated": 0, "relocated": 0},
         action_costs_usd=dict(zip(ACTIONS, costs, strict=True)),
         affordable={a: c <= savings for a, c in zip(ACTIONS, costs, strict=True)},
-        allowed_actions=allowed, trust_insurance=0.3, trust_neighbours=0.5,
-        extra={"loss_if_flood_usd": dict(zip(ACTIONS, loss, strict=True))},
+        allowed_actions=allowed, trust_insurance=0.3, trust_neighbours=0.5, debt_usd=0.0,
+        unrepaired_damage_usd=0.0,
+        extra={"loss_if_flood_usd": dict(zip(ACTIONS, loss, strict=True)),
+               "premium_usd": dict(zip(ACTIONS, premium, strict=True)),
+               "spending_room_usd": max(savings, 0.0)},
     )
 
 
@@ -70,6 +76,38 @@ def test_motivated_household_picks_best_expected_utility(maker) -> None:
     # just flooded (perceived p = 0.998): elevation's annualised cost (40k * 0.0838 = 3.4k)
     # beats premium plus deductible (1.5k + 5k)
     assert maker.decide([situation(ysf=0)])[0].action == "elevate_house"
+
+
+def test_the_premium_recurs_and_one_off_costs_are_annualised(maker) -> None:
+    # elevating and insuring: premium 1.5k a year plus 40k * 0.0838; the policy is worth it
+    # only while the elevated home would still take damage
+    costs = (0.0, 1_500.0, 40_000.0, 41_500.0, 60_000.0)
+    loss = (200_000.0, 60_000.0, 80_000.0, 2_000.0, 0.0)
+    d = maker.decide([situation(ysf=0, loss=loss, costs=costs)])[0]
+    assert d.action == "elevate_and_insure"
+
+
+def test_an_unmotivated_policyholder_renews_when_it_pays(maker) -> None:
+    # threat below the gate (perceived p = 0.0004) yet a policy worth more than its premium,
+    # since the loss would take nearly all the household's wealth (500k): habit
+    worth = maker.decide([situation(prob=0.004, insured=True,
+                                    loss=(499_000.0, 0.0, 0.0, 0.0, 0.0),
+                                    costs=(0.0, 1_000.0, 40_000.0, 41_000.0, 60_000.0))])[0]
+    assert worth.threat_label in ("VL", "L") and worth.action == "buy_insurance"
+    lapse = maker.decide([situation(prob=0.001, insured=True)])[0]
+    assert lapse.action == "do_nothing"  # not worth its premium: it lapses
+
+
+def test_perception_factor_is_fixed_per_household_and_seeded(repo_root) -> None:
+    types = load_agent_types(repo_root / "agent_types.yaml")
+    maker = BaselineDecisionMaker(params(repo_root), types, seed=1)
+    first = maker.disposition(list(range(1, 2001)))
+    again = BaselineDecisionMaker(params(repo_root), types, seed=1).disposition([5, 3])
+    assert again.tolist() == [first[4], first[2]]  # the same whatever the order asked
+    assert np.median(np.log(first)) == pytest.approx(0.0, abs=0.15)
+    assert np.std(np.log(first)) == pytest.approx(params(repo_root).perception_sigma, rel=0.1)
+    other = BaselineDecisionMaker(params(repo_root), types, seed=2).disposition([1, 2, 3])
+    assert other.tolist() != first[:3].tolist()
 
 
 def test_no_coping_no_action(maker) -> None:

@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from governed_broker.config.base import ConfigError
-from governed_broker.contracts.effects import EFFECTS, EffectTraits
+from governed_broker.config.damage import load_damage_table
+from governed_broker.contracts.effects import EFFECTS, EffectTraits, traits_of
 from governed_broker.runner import run_experiment
-from governed_broker.sim.effects import WORLD_EFFECTS, WorldEffect, execute
+from governed_broker.sim.effects import WORLD_EFFECTS, OptionBatch, WorldEffect, execute, price
 
 
 def test_every_effect_has_its_world_behaviour() -> None:
@@ -20,20 +21,53 @@ def test_every_effect_has_its_world_behaviour() -> None:
 
 
 def test_execution_follows_the_traits() -> None:
-    effects = ["none", "insure", "elevate", "relocate"]
-    done = execute(effects, np.array([0, 1, 2, 3]), np.array([0.0, 500.0, 40_000.0, 5_000.0]))
-    np.testing.assert_array_equal(done.premium_usd, [0, 500, 0, 0])
-    np.testing.assert_array_equal(done.action_cost_usd, [0, 0, 40_000, 5_000])
-    np.testing.assert_array_equal(done.insured, [False, True, False, False])
-    np.testing.assert_array_equal(done.elevated, [False, False, True, False])
-    np.testing.assert_array_equal(done.relocated, [False, False, False, True])
+    effects = ["none", "insure", "elevate", "relocate", "elevate+insure"]
+    done = execute(effects, np.array([0, 1, 2, 3, 4]),
+                   np.array([0.0, 500.0, 40_000.0, 5_000.0, 40_500.0]),
+                   np.array([0.0, 500.0, 0.0, 0.0, 500.0]))
+    np.testing.assert_array_equal(done.premium_usd, [0, 500, 0, 0, 500])
+    np.testing.assert_array_equal(done.action_cost_usd, [0, 0, 40_000, 5_000, 40_000])
+    np.testing.assert_array_equal(done.insured, [False, True, False, False, True])
+    np.testing.assert_array_equal(done.elevated, [False, False, True, False, True])
+    np.testing.assert_array_equal(done.relocated, [False, False, False, True, False])
+
+
+def _batch(experiments, elevated) -> OptionBatch:
+    config = experiments.config()
+    table = load_damage_table(config.resolve_path(config.damage.table))
+    n = len(elevated)
+    return OptionBatch(config, table, np.ones(n, bool), np.full(n, 250_000.0),
+                       np.full(n, 100_000.0), np.asarray(elevated), np.full(n, 2.0))
+
+
+def test_a_combination_sums_costs_and_judges_the_loss_with_every_part(experiments) -> None:
+    batch = _batch(experiments, [False, True])
+    insure, elevate = price("insure", batch), price("elevate", batch)
+    both = price("elevate+insure", batch)
+    np.testing.assert_allclose(both.cost_usd, insure.cost_usd + elevate.cost_usd)
+    np.testing.assert_allclose(both.premium_usd, insure.premium_usd)
+    assert elevate.premium_usd.tolist() == [0.0, 0.0]
+    # the elevated, insured home loses less than with either measure alone
+    assert both.loss_usd[0] <= insure.loss_usd[0] < elevate.loss_usd[0]
+    assert both.open_to.tolist() == [True, False]  # an elevated home cannot be elevated again
+    # insured after elevating: the policy pays for what the raised home still takes
+    protected = batch.with_protection(traits_of("elevate+insure"))
+    np.testing.assert_allclose(both.loss_usd, protected.loss_usd(protected.depth_here_m, True))
+
+
+@pytest.mark.parametrize("effect, message", [
+    ("elevate+tunnel", "unknown effect 'tunnel'"), ("insure+insure", "names a part twice"),
+    ("none+insure", "'none' cannot be combined"), ("relocate+elevate", "'relocate' cannot be")])
+def test_bad_combinations_are_refused(effect, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        traits_of(effect)
 
 
 #: A toy measure: floodproofing, paid once, keeps a tenth of a typical flood's loss.
 FLOODPROOF = WorldEffect(
     EffectTraits("floodproof", protective=True, one_off=True),
     cost_usd=lambda b: np.full(len(b.owner), 1_000.0),
-    loss_if_flood_usd=lambda b: 0.1 * b.loss_usd(b.depth_here_m, insured=False))
+    loss_if_flood_usd=lambda b: 0.1 * b.loss_here_usd())
 
 
 @pytest.fixture
@@ -57,7 +91,8 @@ def test_a_new_effect_runs_an_experiment(experiments, tmp_path, repo_root, flood
     data["agent_types"] = str(_domain_with_floodproofing(repo_root, tmp_path))
     data["memory"]["engine"] = "humancentric"  # memory words and judges it from its traits
     config = experiments.config(["years=6", "population.size=40",
-                                 "hazard.zones.high.annual_probability=0.5"], data=data)
+                                 "hazard.zones.high.annual_probability=0.5",
+                                 "hazard.zones.high.flooded_share=1"], data=data)
     out = run_experiment(config, tmp_path / "run", progress=False).out_dir
     agents = pd.read_csv(out / "agents_yearly.csv")
     taken = agents[agents["executed_action"] == "floodproof_home"]

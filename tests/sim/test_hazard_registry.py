@@ -54,7 +54,8 @@ def test_the_factory_builds_the_registered_mode(toy) -> None:
     hazard = make_hazard(HazardConfig(source="t", mode="toy"), ["a", "b"], 1, 4)
     assert isinstance(hazard, ToyHazard)
     np.testing.assert_allclose(hazard.household_depths(2, np.array([0, 1])), [0.5, 0.5])
-    fixed = HazardConfig(source="t", mode="fixed", events=[{"year": 1, "depth_m": {"a": 1}}])
+    fixed = HazardConfig(source="t", mode="fixed", events=[{"year": 1, "depth_m": {"a": 1}}],
+                         zones={"a": {"annual_probability": 0.1, "median_depth_m": 1}})
     assert type(make_hazard(fixed, ["a"], 1, 4)) is FixedScheduleHazard
     stochastic = HazardConfig(source="t", mode="stochastic",
                               zones={"a": {"annual_probability": 0.1, "median_depth_m": 1}})

@@ -63,7 +63,9 @@ def world(experiments):
         data["population"] = {"source": "test", "file": "pop.csv"}
         data["hazard"] = {"source": "test", "mode": "fixed", "events": [
             {"year": 2, "depth_m": {"high": 1.0}},
-            {"year": 4, "depth_m": {"high": 2.0, "low": 1.0}}]}
+            {"year": 4, "depth_m": {"high": 2.0, "low": 1.0}}],
+            "zones": {"high": {"annual_probability": 0.02, "median_depth_m": 0.3},
+                      "low": {"annual_probability": 0.002, "median_depth_m": 0.2}}}
         data["network"] = {"kind": "ring", "k": 2}
         maker = Scripted(script)
         return FloodModel(experiments.config(data=data), maker), maker
@@ -104,7 +106,12 @@ def test_situations_see_damage_before_deciding(world) -> None:
     rows = run(model, 2)
     s = {x.agent_id: x for x in maker.seen[1]}[1]  # year 2 flood, agent 1 (uninsured owner)
     assert s.flooded and s.depth_m == 1.0 and s.damage_usd > 0 and s.payout_usd == 0
-    assert s.savings_usd == pytest.approx(rows[1][1]["savings_before_usd"] - s.damage_usd)
+    r = rows[1][1]
+    assert s.savings_usd == pytest.approx(r["savings_before_usd"] - r["repaired_from_savings_usd"])
+    assert s.debt_usd == pytest.approx(r["loan_usd"])
+    # the repair need is paid by aid, savings and a loan, or left unrepaired
+    assert r["out_of_pocket_usd"] == pytest.approx(
+        r["aid_usd"] + r["repaired_from_savings_usd"] + r["loan_usd"] + r["unrepaired_usd"])
     assert s.years_since_flood == 0 and s.floods_experienced == 1
     assert "elevate_house" not in {x.agent_id: x for x in maker.seen[1]}[2].allowed_actions
 
@@ -181,13 +188,20 @@ def test_neighbour_shares_lag_one_year(world) -> None:
 
 
 def test_savings_bookkeeping(world) -> None:
-    model, _ = world({(2, 1): "buy_insurance"})
-    rows = run(model, 2)
+    model, _ = world({(1, 1): "elevate_and_insure", (2, 1): "buy_insurance"})
+    rows = run(model, 4)
+    fin = model.config.finance
+    for r in (rows[0][1], rows[1][1], rows[2][1], rows[3][1]):
+        spent = r["premium_usd"] + r["action_cost_usd"]
+        beyond_budget = max(0.0, spent - fin.protection_budget_share * r["income_usd"])
+        expected = (r["savings_before_usd"] - r["repaired_from_savings_usd"]
+                    + fin.saving_share * r["income_usd"] - r["loan_payment_usd"] - beyond_budget)
+        assert r["savings_after_usd"] == pytest.approx(expected)
+        assert r["savings_after_usd"] >= 0
+    assert rows[0][1]["insured_after"] and rows[0][1]["elevated_after"]  # one year, both
+    assert rows[0][1]["premium_usd"] > 0 and rows[0][1]["action_cost_usd"] > 0
+    assert rows[1][1]["insured_before"] and rows[1][1]["effective_depth_m"] == 0  # raised
     r = rows[1][1]
-    share = model.config.population.annual_saving_share
-    expected = (r["savings_before_usd"] - r["out_of_pocket_usd"] - r["premium_usd"]
-                - r["action_cost_usd"] + share * r["income_usd"])
-    assert r["savings_after_usd"] == pytest.approx(expected)
     assert r["damage_usd"] == pytest.approx(r["damage_structure_usd"] + r["damage_contents_usd"])
 
 

@@ -16,11 +16,16 @@ def test_generated_population_follows_the_distributions(repo_root) -> None:
     config = load_experiment(repo_root / "experiments" / "baseline.yaml")
     pop = generate_population(config.population.generate, 20_000, seed=3)
     assert abs(pop.is_owner.mean() - 0.74) < 0.02
-    assert abs((pop.zone == "high").mean() - 0.5) < 0.02
-    assert abs(np.median(np.log(pop.structure_value_usd[pop.is_owner])) - 12.46) < 0.03
-    assert np.all(pop.structure_value_usd[~pop.is_owner] == 0)
-    high_owner = (pop.zone == "high") & pop.is_owner
-    assert abs(pop.insured[high_owner].mean() - 0.25) < 0.03
+    assert abs((pop.zone == "high").mean() - 0.3) < 0.02
+    owners = pop.is_owner
+    assert abs(np.median(np.log(pop.structure_value_usd[owners])) - 12.46) < 0.03
+    assert np.all(pop.structure_value_usd[~owners] == 0)
+    np.testing.assert_allclose(pop.contents_value_usd[owners],
+                               0.57 * pop.structure_value_usd[owners])
+    # renters' belongings have their own distribution (median about $25,000)
+    assert abs(np.median(np.log(pop.contents_value_usd[~owners])) - 10.13) < 0.03
+    high_owner = (pop.zone == "high") & owners
+    assert abs(pop.insured[high_owner].mean() - 0.474) < 0.03
     assert not pop.elevated[~pop.is_owner].any()
     assert np.all((pop.trust_insurance >= 0.2) & (pop.trust_insurance <= 0.49))
 

@@ -3,6 +3,7 @@ context builder: prices, damage, probability and memories follow the experiment.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from governed_broker.broker.factory import build_context
 from governed_broker.config.damage import load_damage_table
-from governed_broker.sim import money
+from governed_broker.sim import finance, money
 from governed_broker.sim.damage import damages_usd
 from governed_broker.validity.battery import derive, load_battery
 from governed_broker.validity.situations import SituationBuilder
@@ -48,11 +49,16 @@ def test_price_factors_affordability_and_elevation(scripted_experiment) -> None:
     base = _base(experiment)
     builder = SituationBuilder(experiment, 1)
     plain = builder.build(base, 1)
-    dear = builder.build(derive(base, {"cost_factor": {"insure": 3.0}, "savings_usd": 1000.0},
-                                None, None, Path("t"), "t"), 1)
+    poor = {"cost_factor": {"insure": 3.0}, "savings_usd": 1000.0, "income_usd": 10000.0}
+    dear = builder.build(derive(base, poor, None, None, Path("t"), "t"), 1)
     assert dear.action_costs_usd["buy_insurance"] == \
         pytest.approx(3 * plain.action_costs_usd["buy_insurance"])
+    fin = experiment.config.finance  # what the world lets a household without loans spend
+    room = finance.spending_room_usd(fin, np.array([1000.0]), np.array([10000.0]), np.zeros(1))
+    assert dear.extra["spending_room_usd"] == pytest.approx(room[0])
+    assert dear.action_costs_usd["buy_insurance"] > room[0]
     assert dear.affordable["buy_insurance"] is False
+    assert plain.affordable["buy_insurance"] is True
     elevated = builder.build(derive(base, {"elevated": True}, None, None, Path("t"), "t"), 1)
     assert "elevate_house" not in elevated.allowed_actions  # the world's open_to
     assert elevated.damage_usd < plain.damage_usd  # 0.6 m under a 1.5 m elevation
@@ -102,10 +108,11 @@ def test_memories_follow_the_history_and_the_engine(scripted_experiment) -> None
                                           "earlier_floods": [{"years_ago": 2, "depth_m": 0.8}]},
                        None, None, Path("t"), "t")
     text = _prompt(experiment, old_flood)
-    assert "flooded once so far; the last flood was 2 years ago" in text
-    assert "0.8 m" in text  # the engine recalls the flood of year 4
-    without = scripted_experiment("memory.engine=none")
-    assert "You have no particular memories" in _prompt(without, old_flood)
+    # earlier floods reach the prompt only as memories: the engine recalls the flood of year 4
+    assert re.search(r"^- Year 4[^:]*: My home flooded (about )?0\.8 m deep", text, flags=re.M)
+    without = _prompt(scripted_experiment("memory.engine=none"), old_flood)
+    assert "You have no particular memories" in without
+    assert "0.8 m" not in without and "Year 4" not in without  # no leak without memory
 
 
 def test_situation_is_the_same_for_every_replicate_but_its_id(scripted_experiment) -> None:

@@ -30,9 +30,10 @@ def facts(prompt: str) -> dict[str, Any]:
     found["damage"] = _money(damage.group(1)) if damage else 0.0
     depth = re.search(r"The water was ([\d.]+) m deep", prompt)
     found["depth"] = float(depth.group(1)) if depth else 0.0
-    last = re.search(r"the last flood was (this year|1 year ago|(\d+) years ago)", prompt)
-    found["years_since"] = (None if last is None else 0 if last.group(1) == "this year"
-                            else 1 if last.group(2) is None else int(last.group(2)))
+    # earlier floods are known only from memories ("- Year 3 (in outline): My home flooded ...")
+    year = int(re.search(r"This year \(year (\d+)\)", prompt).group(1))
+    flood_years = [int(y) for y in re.findall(r"^- Year (\d+)[^:]*: .*flooded", prompt, flags=re.M)]
+    found["years_since"] = year - max(flood_years) if flood_years else None
     found["savings"] = _money(re.search(r"Your savings are now (\$[\d,]+)", prompt).group(1))
     found["income"] = _money(re.search(r"income is (\$[\d,]+)", prompt).group(1))
     found["actions"] = re.findall(r"^- (\w+): .*Cost to you this year: (nothing|\$[\d,]+)",
