@@ -167,9 +167,9 @@ def _explorer(args: argparse.Namespace, out: Path, present):
 def _keep_exploring(explorer, code: int) -> int:
     """After the run: keep the explorer open until Ctrl-C, then return the run's code."""
     if explorer is not None and explorer.started():
-        print(f"the explorer stays open at {explorer.url}; Ctrl-C to stop it",
-              file=sys.stderr, flush=True)
-        explorer.wait()
+        explorer.wait(announce=lambda: print(
+            f"the explorer stays open at {explorer.url}; Ctrl-C to stop it",
+            file=sys.stderr, flush=True))
     return code
 
 

@@ -81,13 +81,21 @@ def test_baseline_survives_random_kills(experiments, tmp_path, seed) -> None:
         assert (out / name).read_bytes() == (reference / name).read_bytes(), name
 
 
-def test_governed_llm_run_survives_random_kills(experiments, tmp_path, repo_root) -> None:
+def _governed_settings(repo_root: Path, years: int, households: int,
+                       flood_chance: float) -> list[str]:
+    """Overrides for a governed run of the scripted resume model with memory and reflection,
+    whose high zone floods every home with ``flood_chance`` a year."""
     llm = {"backend": "scripted", "model": "resume",
            "script": str(repo_root / "tests" / "fixtures" / "scripted_resume.yaml"),
            "cache": {"mode": "off"}}
-    settings = ["years=12", "population.size=120", "memory.engine=humancentric",
-                "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
-                "hazard.zones.high.annual_probability=0.6", "hazard.zones.high.flooded_share=1"]
+    return [f"years={years}", f"population.size={households}", "memory.engine=humancentric",
+            "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
+            f"hazard.zones.high.annual_probability={flood_chance}",
+            "hazard.zones.high.flooded_share=1"]
+
+
+def test_governed_llm_run_survives_random_kills(experiments, tmp_path, repo_root) -> None:
+    settings = _governed_settings(repo_root, years=12, households=120, flood_chance=0.6)
     reference = run_experiment(experiments.config(settings), tmp_path / "reference",
                                progress=False).out_dir
     path = experiments.write(experiments.data(), "kill.yaml")
@@ -127,12 +135,7 @@ def test_a_30_year_governed_run_killed_twice_resumes_identically(experiments, tm
     """Thirty years of memories, reflections and governed decisions: killed after year 10 and
     again after year 25, the resumed run replays 25 years of the memory log and ends with the
     files of an uninterrupted run."""
-    llm = {"backend": "scripted", "model": "resume",
-           "script": str(repo_root / "tests" / "fixtures" / "scripted_resume.yaml"),
-           "cache": {"mode": "off"}}
-    settings = ["years=30", "population.size=40", "memory.engine=humancentric",
-                "decision.maker=llm", f"llm={json.dumps(llm)}", "reflection.enabled=true",
-                "hazard.zones.high.annual_probability=0.4", "hazard.zones.high.flooded_share=1"]
+    settings = _governed_settings(repo_root, years=30, households=40, flood_chance=0.4)
     reference = run_experiment(experiments.config(settings), tmp_path / "reference",
                                progress=False).out_dir
     out = tmp_path / "killed"

@@ -16,6 +16,7 @@ from governed_broker.config.broker import GovernanceRules
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
 from governed_broker.llm.base import LLMBackend
+from governed_broker.llm.sampling import resolve_sampling
 
 #: Files the broker writes into the run directory.
 DECISIONS_FILE = "decisions.jsonl"
@@ -107,6 +108,7 @@ def build_decision_maker(
     context = build_context(experiment, knowledge)
     prompts_dir = config.resolve_path(config.governance.context.prompts_dir)
     run_id = experiment.run_id
+    sampling = resolve_sampling(config.llm)
     reflection = None
     if config.reflection.enabled:
         reflection = ReflectionEngine.from_dir(
@@ -115,7 +117,7 @@ def build_decision_maker(
             config.reflection,
             seed=config.seed,
             run_id=run_id,
-            temperature=config.llm.temperature,
+            sampling=sampling,
             num_ctx=config.llm.num_ctx,
             log_path=run_dir / REFLECTIONS_FILE,
         )
@@ -133,7 +135,7 @@ def build_decision_maker(
         seed=config.seed,
         run_id=run_id,
         request=RequestSettings(
-            temperature=config.llm.temperature,
+            sampling=sampling,
             max_tokens=config.llm.max_tokens,
             num_ctx=config.llm.num_ctx,
         ),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from governed_broker.contracts.decision import (
     ReflectionTarget,
 )
 from governed_broker.contracts.jsonl import JsonlWriter
-from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
+from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse, Sampling
 from governed_broker.seeding import child_seed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,9 +42,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(frozen=True)
 class RequestSettings:
-    """Sampling settings of decision requests (from the ``llm:`` section)."""
+    """Sampling settings of decision requests (the ``llm:`` section over the model's
+    catalogue defaults: ``llm.sampling.resolve_sampling``)."""
 
-    temperature: float = 0.7
+    sampling: Sampling = Sampling()
     max_tokens: int = 256
     num_ctx: int = 4096
 
@@ -149,7 +150,9 @@ class GovernedBroker:
     def provenance(self) -> dict[str, Any]:
         """The model's identity and this process's call and cache statistics (and the
         knowledge base's statistics when there is one), for the manifest."""
-        info = {"backend": self.backend.describe(), "stats": self.backend.stats()}
+        info = {"backend": self.backend.describe(),
+                "sampling": asdict(self.request.sampling),
+                "stats": self.backend.stats()}
         if self.context.knowledge is not None:
             info["knowledge_base"] = self.context.knowledge.stats()
         return info
@@ -240,7 +243,7 @@ class GovernedBroker:
         request = LLMRequest.of(
             conv.messages,
             json_schema=conv.prompt.json_schema,
-            temperature=self.request.temperature,
+            **self.request.sampling.request_fields(),
             seed=child_seed(self.seed, *conv.seed_path, attempt),
             max_tokens=self.request.max_tokens,
             num_ctx=self.request.num_ctx,

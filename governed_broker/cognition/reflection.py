@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from governed_broker.config.claims import load_claims
 from governed_broker.config.templates import TemplateSet, load_templates
 from governed_broker.contracts.decision import ReflectionTarget, Remembered
 from governed_broker.contracts.jsonl import JsonlWriter
-from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
+from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse, Sampling
 from governed_broker.llm.jsontext import messages_json
 from governed_broker.seeding import child_seed
 
@@ -85,7 +86,7 @@ class ReflectionEngine:
         seed: Experiment seed; request seeds derive from (seed, "reflection", agent, year,
             attempt).
         run_id: Identifies the run in each record.
-        temperature: Sampling temperature (``config.temperature`` overrides it).
+        sampling: Sampling settings (``config.temperature`` overrides their temperature).
         num_ctx: Context window of the requests.
         log_path: Where to stream ``reflections.jsonl`` (None: not written).
     """
@@ -97,7 +98,7 @@ class ReflectionEngine:
         templates: TemplateSet,
         seed: int,
         run_id: str = "",
-        temperature: float = 0.7,
+        sampling: Sampling | None = None,
         num_ctx: int = 4096,
         log_path: Path | None = None,
     ) -> None:
@@ -106,7 +107,10 @@ class ReflectionEngine:
         self.templates = templates
         self.seed = seed
         self.run_id = run_id
-        self.temperature = config.temperature if config.temperature is not None else temperature
+        sampling = sampling or Sampling()
+        if config.temperature is not None:
+            sampling = replace(sampling, temperature=config.temperature)
+        self.sampling = sampling
         self.num_ctx = num_ctx
         self.schema = insights_json_schema(config.n_insights, config.max_insight_chars)
         self.claims = load_claims(templates.extra.get("claims", []), str(templates.path))
@@ -278,7 +282,7 @@ class ReflectionEngine:
     async def _ask(self, messages: list[dict], agent_id: int, year: int,
                    attempt: int) -> LLMResponse:
         request = LLMRequest.of(
-            messages, json_schema=self.schema, temperature=self.temperature,
+            messages, json_schema=self.schema, **self.sampling.request_fields(),
             seed=child_seed(self.seed, "reflection", agent_id, year, attempt),
             max_tokens=self.config.max_tokens, num_ctx=self.num_ctx, tag="reflection")
         return await self.backend.achat(request)

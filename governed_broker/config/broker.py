@@ -95,7 +95,8 @@ class ReflectionConfig(StrictModel):
             mid-sentence by the schema's limit is rejected).
         max_parse_retries: Re-asks after an unparseable reflection reply; when exhausted the
             reflection is recorded as failed and no insight is stored.
-        temperature: Sampling temperature of reflection calls; ``None`` uses ``llm.temperature``.
+        temperature: Sampling temperature of reflection calls; ``None`` uses the run's
+            (``llm.temperature``, else the model catalogue's).
         max_tokens: Token limit of one reflection reply.
     """
 

@@ -54,8 +54,10 @@ class LLMCacheConfig(StrictModel):
 class LLMConfig(StrictModel):
     """Which backend and model to use, and how to call it.
 
-    Request defaults (``temperature``, ``max_tokens``, ``num_ctx``) are what callers put into
-    each ``LLMRequest``; the per-call seed comes from the experiment seed.
+    Request defaults (sampling, ``max_tokens``, ``num_ctx``) are what callers put into each
+    ``LLMRequest``; the per-call seed comes from the experiment seed. Sampling settings left
+    null come from the model catalogue for an embedded catalogue model
+    (``governed_broker.llm.sampling.resolve_sampling``).
     """
 
     backend: str = Field(
@@ -92,8 +94,27 @@ class LLMConfig(StrictModel):
         description="embedded: CPU threads; default all usable cores; at most 1024 (more than "
         "any one machine has)"
     )
-    temperature: float = Field(
-        0.7, ge=0.0, le=2.0, description="source: local_llm.md s5 protocol (temperature 0.7)"
+    temperature: float | None = Field(
+        None, ge=0.0, le=2.0,
+        description="sampling temperature; default (null): the model catalogue's setting for "
+        "an embedded catalogue model (governed_broker/llm/models.yaml), else 0.7 (source: "
+        "local_llm.md s5 protocol)",
+    )
+    top_p: float | None = Field(
+        None, gt=0.0, le=1.0,
+        description="nucleus sampling threshold; default (null): the catalogue's setting for "
+        "an embedded catalogue model, else the server's own default",
+    )
+    top_k: int | None = Field(
+        None, ge=0, le=100_000,
+        description="sample among the k most likely tokens (0: no cut); default (null): the "
+        "catalogue's setting for an embedded catalogue model, else the server's own default",
+    )
+    min_p: float | None = Field(
+        None, ge=0.0, le=1.0,
+        description="drop tokens below this share of the likeliest token's probability; "
+        "default (null): the catalogue's setting for an embedded catalogue model, else the "
+        "server's own default",
     )
     max_tokens: int = Field(
         256, ge=1, le=32_768,

@@ -149,11 +149,14 @@ class Explorer:
             self._starter.join()
         return self.process is not None and self.process.poll() is None
 
-    def wait(self) -> int:
-        """Block until the server exits (Ctrl-C stops it); return its exit code. A server
-        started in the background is waited for first."""
+    def wait(self, announce: Callable[[], None] | None = None) -> int:
+        """Block until the server exits (Ctrl-C or SIGTERM stops it); return its exit code. A
+        server started in the background is waited for first. ``announce`` runs once SIGTERM
+        is handled, so whoever reads the announcement may terminate the process at once."""
         previous = _stop_on_sigterm()
         try:
+            if announce is not None:
+                announce()
             if self._starter is not None:
                 self._starter.join()
             if self.process is None:

@@ -15,6 +15,32 @@ from typing import Any
 
 from governed_broker.contracts.text import clean_text
 
+#: Sampling settings a request may set beyond temperature (llama.cpp, Ollama and vLLM name them
+#: alike); unset ones are not sent, so the server's default applies.
+SAMPLING_OPTIONS = ("top_p", "top_k", "min_p")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How replies are sampled: temperature and the optional truncation settings.
+
+    Attributes:
+        temperature: Sampling temperature (0: greedy).
+        top_p: Nucleus threshold, or None for the backend's default.
+        top_k: Top-k cut, or None for the backend's default.
+        min_p: Min-p cut, or None for the backend's default.
+    """
+
+    temperature: float = 0.7
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+
+    def request_fields(self) -> dict[str, Any]:
+        """Keyword arguments of ``LLMRequest`` for these settings."""
+        return {"temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k,
+                "min_p": self.min_p}
+
 
 class LLMError(RuntimeError):
     """An LLM backend failed in a way the user must act on (message says what to do)."""
@@ -40,6 +66,10 @@ class LLMRequest:
         max_tokens: Maximum generated tokens.
         num_ctx: Context window in tokens (backends that accept it).
         tag: Free label for the call log, e.g. ``"decision"``, ``"reflection"``, ``"hyde"``.
+        top_p: Nucleus sampling threshold; None leaves the backend's default.
+        top_k: Sample from the k most likely tokens only; None leaves the backend's default.
+        min_p: Drop tokens below this share of the most likely one's probability; None leaves
+            the backend's default.
     """
 
     messages: tuple[Mapping[str, str], ...]
@@ -49,6 +79,15 @@ class LLMRequest:
     max_tokens: int = 256
     num_ctx: int = 4096
     tag: str = ""
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+
+    def sampling_options(self) -> dict[str, float | int]:
+        """The sampling settings beyond temperature that this request sets (None left out),
+        under the names llama.cpp, Ollama and vLLM share."""
+        return {name: value for name in SAMPLING_OPTIONS
+                if (value := getattr(self, name)) is not None}
 
     @staticmethod
     def of(messages: Sequence[Mapping[str, str]], **kwargs: Any) -> LLMRequest:

@@ -46,12 +46,15 @@ def cache_key(backend_kind: str, model_id: str, request: LLMRequest) -> str:
     """The cache key of a request sent to a backend/model (hex sha256).
 
     It is the sha256 of ``canonical_json`` of the document ``{"v": KEY_VERSION, "backend",
-    "model", "messages", "schema", "options": {temperature, seed, max_tokens, num_ctx}}``,
-    written out piece by piece in sorted-key order so that the system message and the schema,
-    the same in most calls, are encoded once (``llm.jsontext``).
+    "model", "messages", "schema", "options": {temperature, seed, max_tokens, num_ctx, and
+    top_p, top_k, min_p where the request sets them}}``, written out piece by piece in
+    sorted-key order so that the system message and the schema, the same in most calls, are
+    encoded once (``llm.jsontext``). Unset sampling options are left out, so requests that set
+    none keep the keys they had before those options existed.
     """
     options = canonical_json({"temperature": request.temperature, "seed": request.seed,
-                              "max_tokens": request.max_tokens, "num_ctx": request.num_ctx})
+                              "max_tokens": request.max_tokens, "num_ctx": request.num_ctx,
+                              **request.sampling_options()})
     text = "".join((
         '{"backend":', canonical_json(backend_kind),
         ',"messages":', messages_json(request.messages, "canonical"),

@@ -107,6 +107,8 @@ class CallLog:
     ) -> None:
         """Append one call (successful when ``response`` is given, failed with ``error``)."""
         extra = dict(response.extra) if response is not None else {}
+        if sampling := request.sampling_options():  # beyond the temperature column
+            extra["sampling"] = sampling
         row = (
             started_at.astimezone(UTC).isoformat(timespec="milliseconds"),
             request.tag,

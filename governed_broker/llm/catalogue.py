@@ -1,7 +1,8 @@
 """The catalogue of named models the embedded backend can fetch (``models.yaml``).
 
-Model-specific facts (file name, size, sha256, the pinned wheels that carry the parts) live in
-the YAML file next to this module, not in code, so adding a model is a data change.
+Model-specific facts (file name, size, sha256, the pinned wheels that carry the parts, the
+sampling settings that suit the model) live in the YAML file next to this module, not in code,
+so adding a model is a data change.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from governed_broker.llm.base import LLMError
+from governed_broker.llm.base import LLMError, Sampling
 
 CATALOGUE_FILE = "models.yaml"
 
@@ -50,6 +51,9 @@ class ModelSpec:
         description: One-paragraph description for ``model list``.
         license: Licence statement.
         provenance: Where the parts come from and why they are trusted.
+        sampling: The sampling settings runs use with this model unless the experiment sets
+            its own (``llm.temperature``, ``top_p``, ``top_k``, ``min_p``).
+        sampling_source: Why these settings (the measurement behind them).
     """
 
     name: str
@@ -60,11 +64,30 @@ class ModelSpec:
     description: str = ""
     license: str = ""
     provenance: str = ""
+    sampling: Sampling = Sampling()
+    sampling_source: str = ""
+
+
+_SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "source"})
+
+
+def _sampling_from_yaml(raw: dict[str, Any]) -> tuple[Sampling, str]:
+    if set(raw) - _SAMPLING_KEYS or "temperature" not in raw or "source" not in raw:
+        raise ValueError(f"sampling needs temperature and source, and may set top_p, top_k, "
+                         f"min_p; got keys {sorted(raw)}")
+
+    def optional(key: str, kind: type) -> Any:
+        return None if raw.get(key) is None else kind(raw[key])
+
+    sampling = Sampling(temperature=float(raw["temperature"]), top_p=optional("top_p", float),
+                        top_k=optional("top_k", int), min_p=optional("min_p", float))
+    return sampling, str(raw["source"]).strip()
 
 
 def _spec_from_yaml(name: str, raw: dict[str, Any]) -> ModelSpec:
     try:
         parts = tuple(ModelPart(**{k: str(v) for k, v in p.items()}) for p in raw["parts"])
+        sampling, sampling_source = _sampling_from_yaml(raw["sampling"])
         return ModelSpec(
             name=name,
             filename=str(raw["filename"]),
@@ -74,8 +97,10 @@ def _spec_from_yaml(name: str, raw: dict[str, Any]) -> ModelSpec:
             description=str(raw.get("description", "")).strip(),
             license=str(raw.get("license", "")),
             provenance=str(raw.get("provenance", "")).strip(),
+            sampling=sampling,
+            sampling_source=sampling_source,
         )
-    except (KeyError, TypeError, ValueError) as exc:  # a packaging error, not a user error
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a packaging error
         raise LLMError(
             f"model catalogue {CATALOGUE_FILE}: entry {name!r} is malformed: {exc}"
         ) from exc

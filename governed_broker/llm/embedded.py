@@ -153,6 +153,7 @@ class EmbeddedBackend(LLMBackend):
             # llama.cpp seeds are 32-bit and 0xFFFFFFFF means "random": stay below it.
             "seed": request.seed % (2**32 - 1),
             "cache_prompt": True,
+            **request.sampling_options(),
         }
         response_format = openai_response_format(request.json_schema)
         if response_format is not None:

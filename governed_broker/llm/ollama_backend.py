@@ -159,6 +159,7 @@ class OllamaBackend(LLMBackend):
             "temperature": request.temperature,
             "num_ctx": request.num_ctx,
             "num_predict": request.max_tokens,
+            **request.sampling_options(),
         }
         try:
             return await client.chat(

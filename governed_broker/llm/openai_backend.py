@@ -145,6 +145,7 @@ class OpenAICompatibleBackend(LLMBackend):
             "temperature": request.temperature,
             "seed": request.seed % (2**31),
             "max_tokens": request.max_tokens,
+            **request.sampling_options(),  # llama-server and vLLM accept top_k and min_p too
         }
         response_format = openai_response_format(request.json_schema)
         if response_format is not None:

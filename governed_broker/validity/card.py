@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from governed_broker.broker.factory import build_context
 from governed_broker.cognition.context import ContextBuilder
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.resolved import ResolvedExperiment
+from governed_broker.llm.sampling import resolve_sampling
 from governed_broker.validity.battery import Battery
 from governed_broker.validity.plan import BatteryPlan
 from governed_broker.validity.probe import battery_experiment, synonym_context
@@ -51,9 +53,11 @@ def model_identity(config: ExperimentConfig) -> dict[str, Any]:
     """
     llm = config.llm
     assert llm is not None
-    identity: dict[str, Any] = {"backend": llm.backend, "model": llm.model,
-                                "temperature": llm.temperature, "max_tokens": llm.max_tokens,
-                                "num_ctx": llm.num_ctx}
+    # the sampling the requests carry (catalogue defaults included), unset options left out so
+    # that a card's key does not change when an option it never set is added
+    sampling = {k: v for k, v in asdict(resolve_sampling(llm)).items() if v is not None}
+    identity: dict[str, Any] = {"backend": llm.backend, "model": llm.model, **sampling,
+                                "max_tokens": llm.max_tokens, "num_ctx": llm.num_ctx}
     if llm.backend == "embedded" and llm.model_path is None:
         from governed_broker.llm.catalogue import default_model_name, get_model_spec
 

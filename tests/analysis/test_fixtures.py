@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -56,8 +57,12 @@ def test_embedded_llm_run_is_a_real_model_run_explained_by_its_audit(fixtures_di
     assert run.manifest["decision_maker"].startswith("llm:embedded/qwen2.5-coder-0.5b")
     assert run.manifest["llm"]["backend"]["sha256"] == (
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32")
-    assert run.manifest["llm"]["stats"]["calls"]["calls"] == 64  # 32 decisions + 32 reflections
     assert run.decisions is not None and len(run.decisions) == len(run.agents) == 32
+    # every model call is an attempt of a decision or a reflection in the audit
+    lines = (fixtures_dir / "embedded_llm_run" / "reflections.jsonl").read_text().splitlines()
+    reflections = [json.loads(x) for x in lines]
+    attempts = sum(len(r["attempts"]) for r in [*run.decisions, *reflections])
+    assert run.manifest["llm"]["stats"]["calls"]["calls"] == attempts
     for row, rec in zip(run.agents.itertuples(), run.decisions, strict=True):
         assert (row.year, row.agent_id) == (rec["year"], rec["agent_id"])
         assert row.executed_action == rec["executed_action"]

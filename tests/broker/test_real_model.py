@@ -41,17 +41,20 @@ def test_every_decision_is_explained_by_its_audit(run_dir):
         assert (int(row["year"]), int(row["agent_id"])) == (rec["year"], rec["agent_id"])
         assert rec["decision_maker"].startswith("llm:embedded/")
         assert rec["status"] == row["status"]
-        assert rec["status"] in ("approved", "retry_approved", "rejected", "parse_failed")
+        assert rec["status"] in ("approved", "retry_approved", "unresolved", "rejected",
+                                 "parse_failed")
         assert rec["executed_action"] in rec["allowed_actions"]
         assert rec["affordable"][rec["executed_action"]]
         assert len(rec["attempts"]) == 1 + rec["retries"]
         for attempt in rec["attempts"]:
             assert attempt["raw"] and (attempt["parsed"] or attempt["parse_error"])
             assert attempt["prompt_tokens"] > 0 and attempt["completion_tokens"] > 0
+        errors = [f for f in rec["attempts"][-1]["rules"]
+                  if f["fired"] and f["severity"] == "ERROR"]
         if rec["status"] in ("approved", "retry_approved"):
-            assert rec["executed_action"] == rec["final_proposal"]
-            assert not [f for f in rec["attempts"][-1]["rules"]
-                        if f["fired"] and f["severity"] == "ERROR"]
+            assert rec["executed_action"] == rec["final_proposal"] and not errors
+        elif rec["status"] == "unresolved":  # kept by on_exhausted: keep, violation recorded
+            assert rec["executed_action"] == rec["final_proposal"] and errors
         else:
             assert rec["fallback"] and rec["executed_action"] == "do_nothing"
 
@@ -60,6 +63,6 @@ def test_reflections_are_recorded(run_dir):
     records = [json.loads(x) for x in (run_dir / "reflections.jsonl").read_text().splitlines()]
     assert records, "reflection is on: one record per household and year"
     for rec in records:
-        assert rec["status"] in ("ok", "skipped", "parse_failed")
+        assert rec["status"] in ("ok", "rejected", "skipped", "parse_failed")
         if rec["status"] == "ok":
             assert 1 <= len(rec["insights"]) == len(rec["insight_ids"]) <= 3

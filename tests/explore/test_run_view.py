@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from governed_broker.explore.files import resolve_target
 from governed_broker.explore.layout import household_layout
 from governed_broker.explore.run_view import load_view
@@ -44,7 +46,10 @@ def test_a_finished_run_has_its_network_fit_and_memories() -> None:
     memories = view.memories(1)
     assert memories and all(m.id.startswith("m") for m in memories)
     insight = next(m for m in memories if m.kind == "insight")
-    assert insight.importance == 10.0  # the engine's importance, not the store's scaled one
+    # the engine's importance (insight_importance 10 times its sources' salience), not the
+    # store's scaled one
+    source = next(r for r in view.reflections.values() if insight.id in r["insight_ids"])
+    assert insight.importance == pytest.approx(10.0 * source["salience"])
 
 
 def test_the_validity_card_is_read_or_its_problem_shown(tmp_path: Path) -> None:

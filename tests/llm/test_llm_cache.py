@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sqlite3
 
 import pytest
@@ -17,6 +18,7 @@ from governed_broker.llm import (
     ScriptedBackend,
     cache_key,
 )
+from governed_broker.llm.cache import KEY_VERSION, canonical_json
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
 
@@ -55,6 +57,9 @@ def test_identical_request_hits_and_returns_the_same_reply(tmp_path):
         {"json_schema": {**SCHEMA, "required": []}},
         {"json_schema": None},
         {"temperature": 0.2},
+        {"top_p": 0.8},
+        {"top_k": 20},
+        {"min_p": 0.1},
         {"max_tokens": 65},
         {"num_ctx": 4096},
         {"messages": ({"role": "system", "content": "sys"}, {"role": "user", "content": "hi"})},
@@ -68,6 +73,21 @@ def test_any_change_of_request_misses(tmp_path, change):
     backend.chat(base_request(**change))
     assert len(inner.calls) == 2
     assert backend.cache.hits == 0 and backend.cache.misses == 2
+
+
+def test_unset_sampling_options_leave_the_key_as_before_they_existed():
+    # the key of KEY_VERSION 1 requests, written out as it was before top_p/top_k/min_p:
+    # replies cached by earlier versions stay valid
+    request = base_request()
+    options = canonical_json({"temperature": 0.7, "seed": 42, "max_tokens": 64, "num_ctx": 2048})
+    text = "".join(('{"backend":', canonical_json("embedded"), ',"messages":',
+                    canonical_json([dict(m) for m in request.messages]), ',"model":',
+                    canonical_json("m"), ',"options":', options, ',"schema":',
+                    canonical_json(SCHEMA), ',"v":', canonical_json(KEY_VERSION), "}"))
+    assert cache_key("embedded", "m", request) == hashlib.sha256(text.encode()).hexdigest()
+    # and the key main computed for this request before the options existed (552e3f4)
+    assert cache_key("embedded", "m", request) == (
+        "fb939d3541614306a3fc4f5f75d2e2826ec8c1dd23c3ec83fb9fba9811dfef64")
 
 
 def test_other_model_or_backend_kind_misses():

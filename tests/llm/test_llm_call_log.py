@@ -54,6 +54,21 @@ def test_every_call_is_logged_with_cache_flag_tokens_and_prompt(tmp_path):
     assert backend.stats()["cache"]["hits"] == 1
 
 
+def test_sampling_options_are_logged_only_where_a_request_sets_them(tmp_path):
+    backend = LoggedBackend(ScriptedBackend([(r".", {"ok": True})], name="sampling"),
+                            CallLog(tmp_path / "llm_calls.sqlite"))
+    plain = LLMRequest.of([{"role": "user", "content": "a"}], temperature=0.3)
+    backend.chat(plain)
+    backend.chat(LLMRequest.of([{"role": "user", "content": "b"}], temperature=0.3, top_k=20,
+                               min_p=0.1))
+    backend.flush()
+    with sqlite3.connect(tmp_path / "llm_calls.sqlite") as conn:
+        rows = conn.execute("SELECT temperature, extra_json FROM calls ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == [0.3, 0.3]
+    assert "sampling" not in json.loads(rows[0][1])  # rows as before the options existed
+    assert json.loads(rows[1][1])["sampling"] == {"top_k": 20, "min_p": 0.1}
+
+
 def _response(extra: dict) -> LLMResponse:
     return LLMResponse(text="{}", parsed={}, prompt_tokens=1, completion_tokens=1,
                        latency_s=0.1, backend="ollama", model="m", extra=extra)

@@ -14,12 +14,16 @@ from governed_broker.llm import (
     ScriptedBackend,
     backend_from_config,
 )
+from governed_broker.llm.catalogue import get_model_spec
+from governed_broker.llm.sampling import resolve_sampling
 
 
 def test_defaults_are_the_embedded_catalogue_model_with_a_cache():
     cfg = LLMConfig()
     assert cfg.backend == "embedded" and cfg.model is None and cfg.cache.mode == "readwrite"
-    assert (cfg.temperature, cfg.num_ctx, cfg.retries) == (0.7, 4096, 3)
+    assert (cfg.num_ctx, cfg.retries) == (4096, 3)
+    # sampling left unset: the catalogue's settings for the model (llm.sampling)
+    assert (cfg.temperature, cfg.top_p, cfg.top_k, cfg.min_p) == (None, None, None, None)
 
 
 @pytest.mark.parametrize(
@@ -34,6 +38,9 @@ def test_defaults_are_the_embedded_catalogue_model_with_a_cache():
         ({"temprature": 0.5}, "temprature"),
         ({"cache": {"mode": "sometimes"}}, "mode"),
         ({"concurrency": 0}, "concurrency"),
+        ({"top_p": 0}, "top_p"),
+        ({"min_p": 1.5}, "min_p"),
+        ({"top_k": -1}, "top_k"),
     ],
 )
 def test_bad_settings_are_rejected_with_the_field_named(fields, message):
@@ -115,6 +122,16 @@ def test_embedded_model_not_pulled_names_the_command(model_cache):
     with pytest.raises(LLMError, match="not pulled.*run `governed-broker model pull "
                                        "qwen2.5-coder-0.5b-instruct-q4_k_m`"):
         backend_from_config(cfg)
+
+
+def test_an_experiment_selects_the_larger_catalogue_model(experiments, model_cache):
+    name = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    config = experiments.config(["decision.maker=llm", f"llm.model={name}",
+                                 "llm.auto_pull=false", "llm.cache.mode='off'"])
+    assert resolve_sampling(config.llm) == get_model_spec(name).sampling
+    # resolved through the catalogue to its own file (the empty cache lacks it)
+    with pytest.raises(LLMError, match=f"not pulled.*{name}.gguf.*model pull {name}`"):
+        backend_from_config(config.llm)
 
 
 def test_embedded_missing_model_path_is_an_error(tmp_path):

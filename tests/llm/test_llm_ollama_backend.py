@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 
 import pytest
@@ -50,6 +51,9 @@ def test_chat_sends_schema_and_options_and_maps_the_reply(fake_server):
     assert reply.backend == "ollama" and reply.completion_tokens == 12
     assert reply.model == "qwen2.5-coder:0.5b@sha256:" + "0" * 64  # digest from /api/tags
     assert reply.extra["eval_duration_s"] == pytest.approx(0.003)  # ns converted to seconds
+    backend.chat(dataclasses.replace(request(), top_p=0.8, top_k=20))
+    assert fake_server.requests[-1]["options"]["top_p"] == 0.8
+    assert fake_server.requests[-1]["options"]["top_k"] == 20
 
 
 def test_unreachable_host_fails_fast_with_what_to_do():

@@ -50,6 +50,35 @@ def test_a_registered_backend_runs_a_governed_experiment(experiments, tmp_path,
     assert json.loads((out / "manifest.json").read_text())["llm"]["backend"]["kind"] == "toy"
 
 
+class RecordingToyBackend(ToyBackend):
+    """The toy backend, keeping the requests it was sent."""
+
+    requests: list[LLMRequest] = []
+
+    async def achat(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        return await super().achat(request)
+
+
+def build_recording_toy(cfg, base_dir) -> LLMBackend:
+    """Builder of the recording toy backend."""
+    return RecordingToyBackend()
+
+
+def test_the_manifest_records_the_sampling_every_request_carried(experiments, tmp_path,
+                                                                 monkeypatch) -> None:
+    monkeypatch.setitem(LLM_BACKENDS, "toy", f"{__name__}:build_recording_toy")
+    monkeypatch.setattr(RecordingToyBackend, "requests", [])
+    config = experiments.config(["years=1", "population.size=3", "decision.maker=llm",
+                                 'llm={"backend": "toy", "cache": {"mode": "off"}, "top_k": 20}'])
+    out = run_experiment(config, tmp_path / "run", progress=False).out_dir
+    # a model outside the catalogue: temperature 0.7, top_k as set, the rest the server's
+    sampling = {"temperature": 0.7, "top_p": None, "top_k": 20, "min_p": None}
+    assert json.loads((out / "manifest.json").read_text())["llm"]["sampling"] == sampling
+    sent = {(r.temperature, r.top_p, r.top_k, r.min_p) for r in RecordingToyBackend.requests}
+    assert sent == {tuple(sampling.values())}
+
+
 def test_an_unknown_backend_is_a_configuration_error(experiments) -> None:
     with pytest.raises(ConfigError, match="unknown backend 'tiny'; registered: embedded"):
         experiments.config(["decision.maker=llm", 'llm={"backend": "tiny"}'])
