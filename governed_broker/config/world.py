@@ -409,12 +409,25 @@ class InsuranceConfig(StrictModel):
 
 
 class ElevationConfig(StrictModel):
-    """House elevation: height (metres), cost before subsidy, subsidy share."""
+    """House elevation: height (metres), cost before subsidy, and the subsidy programme.
+
+    The programme pays ``subsidy_share`` of the cost as a grant. With an annual
+    ``subsidy_budget_usd`` it can fund ``floor(budget / grant)`` grants a year; they are
+    offered before households decide (``sim.subsidy``), so every household is told the price it
+    would really pay, and a grant not taken up is not passed on that year.
+    """
 
     source: Source
     height_m: float = Field(gt=0.0, le=MAX_DEPTH_M)
     cost_usd: Money
     subsidy_share: Share = 0.0
+    subsidy_budget_usd: Money | None = Field(default=None, description=(
+        "the programme's budget a year (dollars); null: every household that may elevate is "
+        "offered the grant"))
+    subsidy_allocation: Literal["first_come", "by_need"] = Field(
+        default="first_come", description=(
+            "who is offered the grants a budget funds: first_come, in a seeded random order of "
+            "application; by_need, lowest income first"))
 
 
 class TenureAmounts(StrictModel):

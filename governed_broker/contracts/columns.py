@@ -116,6 +116,9 @@ AGENT_YEARLY: tuple[Column, ...] = (
     _flag("feasible", "False when the world refused the decided action and executed the default"),
     _flag("could_protect", "some protective action was open to the household and affordable "
           "this year"),
+    _flag("subsidy_offered", "the elevation grant was offered this year (every household that "
+          "may elevate without `elevation.subsidy_budget_usd`; else as allocated)"),
+    _usd("subsidy_usd", "elevation grant paid this year (not part of action_cost_usd)"),
     _usd("action_cost_usd", "out-of-pocket cost of elevation / relocation paid this year"),
     _usd("premium_usd", "insurance premium paid this year (policy for next year)"),
     _flag("elevated_after", "elevated after execution"),
@@ -149,6 +152,8 @@ _MODEL_HEAD: tuple[Column, ...] = (
     _usd("total_payout_usd", "sum of payouts"),
     _usd("total_premiums_usd", "sum of premiums paid"),
     _usd("total_action_costs_usd", "sum of elevation / relocation costs paid"),
+    _usd("total_subsidy_usd", "sum of elevation grants paid (at most "
+         "`elevation.subsidy_budget_usd`)"),
     _usd("total_aid_usd", "sum of disaster aid grants"),
     _usd("total_loans_usd", "sum of disaster loans taken"),
     _usd("total_unrepaired_usd", "sum of damage left unrepaired"),

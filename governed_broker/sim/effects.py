@@ -48,6 +48,8 @@ class OptionBatch:
         flood_probability: Annual chance that a flood reaches the home (the zone's, from the
             hazard map).
         insured: Whether a policy covers next year's flood.
+        subsidised: Whether the elevation grant is offered to the household this year
+            (``sim.subsidy``).
     """
 
     config: ExperimentConfig
@@ -59,6 +61,7 @@ class OptionBatch:
     typical_depth_m: np.ndarray
     flood_probability: np.ndarray
     insured: np.ndarray | bool = False
+    subsidised: np.ndarray | bool = True
 
     @cached_property
     def premium_usd(self) -> np.ndarray:
@@ -140,7 +143,8 @@ WORLD_EFFECTS: dict[str, WorldEffect] = {
     "insure": WorldEffect(EFFECTS["insure"], cost_usd=lambda b: b.premium_usd),
     "elevate": WorldEffect(
         EFFECTS["elevate"],
-        cost_usd=lambda b: np.full(len(b.owner), money.elevation_cost_usd(b.config.elevation)),
+        cost_usd=lambda b: np.broadcast_to(
+            money.elevation_cost_usd(b.config.elevation, b.subsidised), b.owner.shape),
         open_to=lambda b: ~b.elevated),
     "relocate": WorldEffect(
         EFFECTS["relocate"],

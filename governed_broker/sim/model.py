@@ -48,6 +48,7 @@ from governed_broker.sim.memory_bridge import WorldMemory
 from governed_broker.sim.network import NeighbourIndex, build_graph
 from governed_broker.sim.population import Population, load_population
 from governed_broker.sim.reporters import YearView, agent_columns, model_row
+from governed_broker.sim.subsidy import subsidy_offers
 from governed_broker.sim.trust import update_trust
 from governed_broker.sim.year_state import YearState
 
@@ -326,11 +327,12 @@ class FloodModel(mesa.Model):
         """
         hh, c = self.hh, self.current
         owner = hh.is_owner[idx]
+        c.subsidy_offered = self._subsidy_offers(idx)
         batch = OptionBatch(
             self.config, self.damage_table, owner, hh.structure_value_usd[idx],
             hh.contents_value_usd[idx], hh.elevated[idx],
             self.hazard.typical_depth_m[hh.zone_index[idx]],
-            self.hazard.probability[hh.zone_index[idx]])
+            self.hazard.probability[hh.zone_index[idx]], subsidised=c.subsidy_offered)
         effects = {spec.effect for spec in self.domain.actions.values()}
         priced = {e: price(e, batch) for e in effects}
         placed = {e: np.zeros(len(idx), dtype=bool) for e in effects}
@@ -345,12 +347,7 @@ class FloodModel(mesa.Model):
         out: dict[str, dict[str, np.ndarray]] = {}
         for a, spec in self.domain.actions.items():
             p = priced[spec.effect]
-            allowed = np.zeros(len(idx), dtype=bool)
-            for tenure in spec.tenure:
-                allowed |= owner if tenure == "owner" else ~owner
-            allowed &= p.open_to
-            if a in hh.taken_once:
-                allowed &= ~hh.taken_once[a][idx]
+            allowed = self._open_by_tenure(a, idx) & p.open_to
             affordable = finance.affordable(self.config.finance, p.cost_usd, hh.savings_usd[idx],
                                             hh.income_usd[idx], c.payment_due_usd)
             out[a] = {"cost": p.cost_usd, "premium": p.premium_usd, "allowed": allowed,
@@ -363,6 +360,28 @@ class FloodModel(mesa.Model):
         for a in protective:
             c.could_protect |= out[a]["allowed"] & out[a]["affordable"]
         return out
+
+    def _open_by_tenure(self, action: str, idx: np.ndarray) -> np.ndarray:
+        """Households the action is open to by its tenure and, if taken once, not yet taken."""
+        owner = self.hh.is_owner[idx]
+        spec = self.domain.actions[action]
+        allowed = np.zeros(len(idx), dtype=bool)
+        for tenure in spec.tenure:
+            allowed |= owner if tenure == "owner" else ~owner
+        if action in self.hh.taken_once:
+            allowed &= ~self.hh.taken_once[action][idx]
+        return allowed
+
+    def _subsidy_offers(self, idx: np.ndarray) -> np.ndarray:
+        """Households offered the elevation grant this year (``sim.subsidy``): those whose home
+        is not elevated and to whom an elevating action is open."""
+        eligible = np.zeros(len(idx), dtype=bool)
+        for a, spec in self.domain.actions.items():
+            if traits_of(spec.effect).elevates:
+                eligible |= self._open_by_tenure(a, idx)
+        eligible &= ~self.hh.elevated[idx]
+        rng = child_rng(self.seed, "elevation_subsidy", self.year)
+        return subsidy_offers(self.config.elevation, eligible, self.hh.income_usd[idx], rng)
 
     def perception_phase(self) -> list[HouseholdSituation]:
         """3. One frozen situation per active household (agent-id order)."""
@@ -483,6 +502,8 @@ class FloodModel(mesa.Model):
         done = execute([self.domain.actions[a].effect for a in self.action_ids], executed,
                        cost_m[rows, executed], premium_m[rows, executed])
         c.lender_placed = placed_m[rows, executed]
+        c.subsidy_usd = np.where(done.elevated & c.subsidy_offered,
+                                 money.elevation_grant_usd(self.config.elevation), 0.0)
         hh.elevated[idx] |= done.elevated
         hh.insured[idx] = done.insured | c.lender_placed  # un-renewed insurance lapses
         hh.relocated[idx] |= done.relocated

@@ -8,7 +8,8 @@ Formulas (docs/configuration.md):
   the zone's annual flood chance times the payout of a typical flood at the home's first-floor
   height (``sim.effects.OptionBatch.premium_usd``);
 - payout = payout_share * max(0, min(damage, limit) - deductible), per structure / contents;
-- elevation out-of-pocket = cost * (1 - subsidy_share);
+- elevation out-of-pocket = cost * (1 - subsidy_share) with a grant offered (``sim.subsidy``),
+  the full cost without;
 - relocation = moving cost (+ owners: (1 - buyout_share) * structure value).
 
 Who can pay for what, and how repairs are financed, is ``sim.finance``. The premium is computed
@@ -76,9 +77,14 @@ def payout_usd(
     return pay_s + pay_c
 
 
-def elevation_cost_usd(elev: ElevationConfig) -> float:
-    """Out-of-pocket elevation cost after the subsidy."""
-    return elev.cost_usd * (1.0 - elev.subsidy_share)
+def elevation_grant_usd(elev: ElevationConfig) -> float:
+    """The subsidy programme's grant towards one elevation (dollars)."""
+    return elev.cost_usd * elev.subsidy_share
+
+
+def elevation_cost_usd(elev: ElevationConfig, subsidised: np.ndarray | bool = True) -> np.ndarray:
+    """Out-of-pocket elevation cost: the cost less the grant where one is offered (dollars)."""
+    return elev.cost_usd - np.where(subsidised, elevation_grant_usd(elev), 0.0)
 
 
 def relocation_cost_usd(

@@ -58,6 +58,8 @@ _DEFAULTS = {
     "retries": 0,
     "feasible": True,
     "could_protect": True,
+    "subsidy_offered": False,
+    "subsidy_usd": 0.0,
     "action_cost_usd": 0.0,
     "premium_usd": 0.0,
     "elevated_after": False,
