@@ -188,8 +188,9 @@ def _post_flood_inaction(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureVa
 
 
 def _mg_nmg_gap(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
-    if "marginalised" not in agents.columns:
-        return MeasureValue(None, 0, "needs a 'marginalised' household attribute (not produced)")
+    if "marginalised" not in agents.columns or agents["marginalised"].isna().all():
+        return MeasureValue(None, 0, "needs a 'marginalised' household attribute "
+                                     "(population.marginalised or a population CSV column)")
     states = household_states(agents)
     last = states[states["year"] == states["year"].max()]
     adapted = (last["ever_insured"] | last["ever_elevated"] | last["ever_relocated"]).to_numpy()

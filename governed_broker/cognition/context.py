@@ -328,6 +328,8 @@ class ContextBuilder:
         if s.unrepaired_damage_usd > 0:
             lines.append(t.render("unrepaired_line", unrepaired=money(s.unrepaired_damage_usd)))
         lines.append(t.text("insured_yes" if s.insured else "insured_no"))
+        if s.extra.get("insurance_required"):
+            lines.append(t.text("insurance_required_line"))
         if s.tenure != "renter":
             lines.append(t.text("elevated_yes" if s.elevated else "elevated_no"))
         return "\n".join(lines)

@@ -31,6 +31,7 @@ HOUSEHOLD_TEMPLATES: dict[str, frozenset[str]] = {
     "unrepaired_line": frozenset({"unrepaired"}),
     "insured_yes": frozenset(),
     "insured_no": frozenset(),
+    "insurance_required_line": frozenset(),
     "elevated_yes": frozenset(),
     "elevated_no": frozenset(),
     "social": frozenset({"insured", "elevated", "relocated"}),

@@ -51,6 +51,9 @@ POPULATION_COLUMNS: dict[str, str] = {
 #: Columns a population CSV may add: where the home stands, in the coordinates of the hazard
 #: grids (``hazard.mode: raster``; e.g. longitude and latitude in degrees).
 OPTIONAL_POPULATION_COLUMNS: dict[str, str] = {"x": "coordinate", "y": "coordinate"}
+#: A column a population CSV may add on its own: the household belongs to a marginalised group
+#: (instead of ``population.marginalised``, the rule that derives it from income and tenure).
+MARGINALISED_COLUMN: dict[str, str] = {"marginalised": "bool"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,6 +203,10 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
         frame = _field(source, "population.file", lambda: read_population_csv(
             config.resolve_path(config.population.file)))
         pop_zones = set(frame["flood_zone"])
+        if "marginalised" in frame.columns and config.population.marginalised is not None:
+            raise ConfigError(
+                f"{source}: field 'population.marginalised': the population CSV has a "
+                "'marginalised' column already; give the column or the rule, not both")
     else:
         frame = None
         pop_zones = set(config.population.generate.zone_shares)
@@ -211,6 +218,14 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
                 f"have no entry in the hazard map; defined zones: "
                 f"{zone_names(config.hazard.zones)}"
             )
+    mandatory = config.insurance.mandatory_purchase
+    if mandatory is not None:
+        unknown = sorted(set(mandatory.zones) - pop_zones - set(config.hazard.zones))
+        if unknown:
+            raise ConfigError(
+                f"{source}: field 'insurance.mandatory_purchase.zones': zone(s) "
+                f"{zone_names(unknown)} are neither population nor hazard-map zones; defined "
+                f"zones: {zone_names(sorted(pop_zones | set(config.hazard.zones)))}")
     if config.hazard.mode == "raster":
         check_raster(config, source, pop_zones,
                      has_xy=frame is not None and "x" in frame.columns)
@@ -480,7 +495,7 @@ def read_population_csv(path: Path) -> pd.DataFrame:
     except (ValueError, pd.errors.ParserError) as exc:
         # pandas quotes no file content in these messages, only positions and counts
         raise ConfigError(f"{path}: cannot read population CSV: {excerpt(str(exc), 160)}") from exc
-    known = {**POPULATION_COLUMNS, **OPTIONAL_POPULATION_COLUMNS}
+    known = {**POPULATION_COLUMNS, **OPTIONAL_POPULATION_COLUMNS, **MARGINALISED_COLUMN}
     missing = [c for c in POPULATION_COLUMNS if c not in frame.columns]
     extra = [str(c) for c in frame.columns if c not in known]
     coords = [c for c in OPTIONAL_POPULATION_COLUMNS if c in frame.columns]
@@ -490,7 +505,8 @@ def read_population_csv(path: Path) -> pd.DataFrame:
         raise ConfigError(
             f"{path}: population CSV columns wrong (missing {missing}, unknown: "
             f"{_unknown_columns(extra)}); expected: {', '.join(POPULATION_COLUMNS)} "
-            f"(optional, together: {', '.join(OPTIONAL_POPULATION_COLUMNS)})"
+            f"(optional, together: {', '.join(OPTIONAL_POPULATION_COLUMNS)}; optional: "
+            f"{', '.join(MARGINALISED_COLUMN)})"
         )
     if frame.empty:
         raise ConfigError(f"{path}: population CSV has no households")

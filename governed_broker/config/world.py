@@ -152,17 +152,32 @@ class GeneratedPopulation(StrictModel):
         return self
 
 
+class MarginalisedRule(StrictModel):
+    """Which households belong to a marginalised group (MG): those of the named tenures whose
+    income is below ``income_below_usd``. The attribute is for analysis (the MG-NMG gap,
+    benchmark B6); it is not stated to the decision makers, so that any gap comes from what
+    differs in the world (income, savings, tenure), not from a label."""
+
+    source: Source
+    income_below_usd: Money = Field(description="annual income below which a household is MG")
+    tenures: list[Literal["owner", "renter"]] = Field(
+        default=["owner", "renter"], min_length=1, description="tenures the rule applies to")
+
+
 class PopulationConfig(StrictModel):
     """Where the households come from: a CSV file or generated from distributions.
 
     ``file``: CSV in ``configs/populations/`` (columns documented in docs/configuration.md).
     ``generate``: distributions; ``size`` households are drawn. Exactly one must be given.
+    ``marginalised``: the rule that marks marginalised households (or a ``marginalised``
+    column of the CSV; with neither, the output column ``marginalised`` is empty).
     """
 
     source: Source
     size: int | None = Field(default=None, ge=1, le=10_000_000)
     file: FilePath | None = None
     generate: GeneratedPopulation | None = None
+    marginalised: MarginalisedRule | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> PopulationConfig:
@@ -338,28 +353,81 @@ class DamageConfig(StrictModel):
     table: FilePath
 
 
-class InsuranceConfig(StrictModel):
-    """Flood insurance (NFIP-style): premium rates, limits, deductibles, payout share."""
+class MandatoryPurchaseConfig(StrictModel):
+    """The mandatory purchase requirement: owners in the named zones (the SFHA) whose mortgage
+    comes from a federally regulated or insured lender must hold flood insurance.
+
+    Each owner of a named zone is drawn once (seeded): its mortgage requires insurance with
+    probability ``mortgage_share``, and a required household's lender enforces the requirement
+    with probability ``compliance_share``. An enforced household is insured every year it stays:
+    when its own choice does not insure, the lender renews the policy and charges the premium
+    (``lender_placed``), unless the household cannot pay it on top of its choice. A requirement
+    that is not enforced changes nothing: that household insures by its own choice only.
+    """
 
     source: Source
-    rate_structure_per_1000_usd: float = Field(ge=0.0, le=1000.0)
-    rate_contents_per_1000_usd: float = Field(ge=0.0, le=1000.0)
-    loading: float = Field(default=1.0, gt=0.0, le=100.0)
+    zones: list[str] = Field(min_length=1, description=(
+        "zones where the requirement applies (the Special Flood Hazard Area)"))
+    mortgage_share: Share = Field(description=(
+        "share of the zones' owners whose mortgage requires flood insurance"))
+    compliance_share: Share = Field(description=(
+        "share of required households whose lender enforces the requirement; the others may "
+        "let the policy lapse"))
+
+
+class InsuranceConfig(StrictModel):
+    """Flood insurance (NFIP-style): how premiums are rated, limits, deductibles, payout share;
+    the mandatory purchase requirement (absent: no household is required to insure).
+
+    ``pricing``: ``legacy`` rates every home alike per $1,000 of coverage
+    (``rate_structure_per_1000_usd``, ``rate_contents_per_1000_usd``), as the NFIP's flat
+    rates outside the rated zones did; ``risk_based`` rates each home by its own flood risk, in
+    the manner of FEMA's Risk Rating 2.0: the expected annual claim, the annual chance of a
+    flood in the home's zone times what the policy would pay for a typical flood of the zone
+    at the home's first-floor height (raised by ``elevation.height_m`` when elevated). Either
+    is multiplied by ``loading`` and ``fee_usd`` is added; the rates stay in the file as the
+    legacy arm of a comparison (``sim.money.premium_usd``).
+    """
+
+    source: Source
+    pricing: Literal["legacy", "risk_based"] = Field(default="legacy", description=(
+        "legacy: rates per $1,000 of coverage, the same everywhere; risk_based: expected "
+        "annual claim by zone and first-floor height (Risk Rating 2.0-style)"))
+    rate_structure_per_1000_usd: float = Field(ge=0.0, le=1000.0, description=(
+        "legacy pricing: dollars per $1,000 of structure coverage"))
+    rate_contents_per_1000_usd: float = Field(ge=0.0, le=1000.0, description=(
+        "legacy pricing: dollars per $1,000 of contents coverage"))
+    loading: float = Field(default=1.0, gt=0.0, le=100.0, description=(
+        "multiplies the rated premium (either pricing) before the fee"))
     fee_usd: Money = 0.0
     limit_structure_usd: Money
     limit_contents_usd: Money
     deductible_structure_usd: Money
     deductible_contents_usd: Money
     payout_share: Share = 1.0
+    mandatory_purchase: MandatoryPurchaseConfig | None = None
 
 
 class ElevationConfig(StrictModel):
-    """House elevation: height (metres), cost before subsidy, subsidy share."""
+    """House elevation: height (metres), cost before subsidy, and the subsidy programme.
+
+    The programme pays ``subsidy_share`` of the cost as a grant. With an annual
+    ``subsidy_budget_usd`` it can fund ``floor(budget / grant)`` grants a year; they are
+    offered before households decide (``sim.subsidy``), so every household is told the price it
+    would really pay, and a grant not taken up is not passed on that year.
+    """
 
     source: Source
     height_m: float = Field(gt=0.0, le=MAX_DEPTH_M)
     cost_usd: Money
     subsidy_share: Share = 0.0
+    subsidy_budget_usd: Money | None = Field(default=None, description=(
+        "the programme's budget a year (dollars); null: every household that may elevate is "
+        "offered the grant"))
+    subsidy_allocation: Literal["first_come", "by_need"] = Field(
+        default="first_come", description=(
+            "who is offered the grants a budget funds: first_come, in a seeded random order of "
+            "application; by_need, lowest income first"))
 
 
 class TenureAmounts(StrictModel):

@@ -70,6 +70,9 @@ AGENT_YEARLY: tuple[Column, ...] = (
     _text("tenure", "-", "`owner` or `renter`"),
     _text("flood_zone", "-", "zone name"),
     _usd("income_usd", "annual income", "USD/year"),
+    Column("marginalised", "bool", "bool",
+           "belongs to a marginalised group (`population.marginalised` rule or the population "
+           "CSV's column; empty: the population does not say)", nullable=True),
     _usd("savings_before_usd", "savings at the start of the year"),
     _flag("elevated_before", "home elevated at the start of the year"),
     _flag("insured_before", "policy in force during this year's flood (bought last year)"),
@@ -113,10 +116,17 @@ AGENT_YEARLY: tuple[Column, ...] = (
     _flag("feasible", "False when the world refused the decided action and executed the default"),
     _flag("could_protect", "some protective action was open to the household and affordable "
           "this year"),
+    _flag("subsidy_offered", "the elevation grant was offered this year (every household that "
+          "may elevate without `elevation.subsidy_budget_usd`; else as allocated)"),
+    _usd("subsidy_usd", "elevation grant paid this year (not part of action_cost_usd)"),
     _usd("action_cost_usd", "out-of-pocket cost of elevation / relocation paid this year"),
     _usd("premium_usd", "insurance premium paid this year (policy for next year)"),
     _flag("elevated_after", "elevated after execution"),
     _flag("insured_after", "holds a policy for next year's flood"),
+    _flag("insurance_required", "the mortgage lender enforces the mandatory purchase of flood "
+          "insurance (drawn once; `insurance.mandatory_purchase`)"),
+    _flag("lender_placed", "the lender renewed the policy for next year because the executed "
+          "action did not insure (insured_after is then true)"),
     _flag("relocated_after", "left this year (relocation or forced sale; leaves the simulation)"),
     _usd("loan_payment_usd", "loan payment made this year"),
     _usd("debt_after_usd", "disaster-loan balance at the end of the year"),
@@ -142,6 +152,8 @@ _MODEL_HEAD: tuple[Column, ...] = (
     _usd("total_payout_usd", "sum of payouts"),
     _usd("total_premiums_usd", "sum of premiums paid"),
     _usd("total_action_costs_usd", "sum of elevation / relocation costs paid"),
+    _usd("total_subsidy_usd", "sum of elevation grants paid (at most "
+         "`elevation.subsidy_budget_usd`)"),
     _usd("total_aid_usd", "sum of disaster aid grants"),
     _usd("total_loans_usd", "sum of disaster loans taken"),
     _usd("total_unrepaired_usd", "sum of damage left unrepaired"),

@@ -45,7 +45,11 @@ class OptionBatch:
         contents_value_usd: Value of the contents (dollars).
         elevated: Whether the home is elevated.
         typical_depth_m: Depth of a typical flood of the household's zone (metres).
+        flood_probability: Annual chance that a flood reaches the home (the zone's, from the
+            hazard map).
         insured: Whether a policy covers next year's flood.
+        subsidised: Whether the elevation grant is offered to the household this year
+            (``sim.subsidy``).
     """
 
     config: ExperimentConfig
@@ -55,13 +59,23 @@ class OptionBatch:
     contents_value_usd: np.ndarray
     elevated: np.ndarray
     typical_depth_m: np.ndarray
+    flood_probability: np.ndarray
     insured: np.ndarray | bool = False
+    subsidised: np.ndarray | bool = True
 
     @cached_property
     def premium_usd(self) -> np.ndarray:
-        """Annual premium of a policy for next year (dollars)."""
-        return money.premium_usd(self.config.insurance, self.structure_value_usd,
-                                 self.contents_value_usd, self.owner)
+        """Annual premium of a policy for next year on the home as it stands (dollars); with
+        risk-based pricing rated on the expected payout of a typical flood of the zone."""
+        ins = self.config.insurance
+        expected = None
+        if ins.pricing == "risk_based":
+            d_s, d_c = damages_usd(self.damage_table, np.maximum(0.0, self.depth_here_m),
+                                   self.structure_value_usd, self.contents_value_usd)
+            expected = self.flood_probability * money.payout_usd(
+                ins, d_s, d_c, self.owner, np.ones(len(self.owner), dtype=bool))
+        return money.premium_usd(ins, self.structure_value_usd, self.contents_value_usd,
+                                 self.owner, expected)
 
     @property
     def depth_here_m(self) -> np.ndarray:
@@ -129,7 +143,8 @@ WORLD_EFFECTS: dict[str, WorldEffect] = {
     "insure": WorldEffect(EFFECTS["insure"], cost_usd=lambda b: b.premium_usd),
     "elevate": WorldEffect(
         EFFECTS["elevate"],
-        cost_usd=lambda b: np.full(len(b.owner), money.elevation_cost_usd(b.config.elevation)),
+        cost_usd=lambda b: np.broadcast_to(
+            money.elevation_cost_usd(b.config.elevation, b.subsidised), b.owner.shape),
         open_to=lambda b: ~b.elevated),
     "relocate": WorldEffect(
         EFFECTS["relocate"],
@@ -157,13 +172,18 @@ class Priced:
 
 
 def price(effect: str, batch: OptionBatch) -> Priced:
-    """Price an effect or a combination of effects for a batch."""
+    """Price an effect or a combination of effects for a batch.
+
+    Costs are those of the home as it will stand: the policy of ``elevate+insure`` is priced
+    on the elevated home (risk-based pricing rates it lower).
+    """
     parts = [WORLD_EFFECTS[name] for name in effect_names(effect)]
     traits = traits_of(effect)
     protected = batch.with_protection(traits)
+    built = dataclasses.replace(batch, elevated=protected.elevated)
     return Priced(
-        cost_usd=np.sum([p.cost_usd(batch) for p in parts], axis=0),
-        premium_usd=batch.premium_usd if traits.insures else batch.zeros(),
+        cost_usd=np.sum([p.cost_usd(built) for p in parts], axis=0),
+        premium_usd=built.premium_usd if traits.insures else batch.zeros(),
         loss_usd=np.min([p.loss_if_flood_usd(protected) for p in parts], axis=0),
         open_to=np.logical_and.reduce([p.open_to(batch) for p in parts]))
 

@@ -35,6 +35,7 @@ class HouseholdArrays:
     loan_payment_usd: np.ndarray  # yearly payment of the loans held
     unrepaired_usd: np.ndarray  # structure damage left unrepaired so far
     sold: np.ndarray  # left by a forced sale (also marked relocated)
+    insurance_required: np.ndarray  # the lender enforces the mandatory purchase requirement
     taken_once: dict[str, np.ndarray] = field(default_factory=dict)
 
     def arrays(self) -> dict[str, np.ndarray]:

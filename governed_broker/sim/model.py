@@ -39,14 +39,16 @@ from governed_broker.memory.household import HouseholdMemory
 from governed_broker.seeding import child_rng
 from governed_broker.sim import finance, money
 from governed_broker.sim.damage import damages_usd
-from governed_broker.sim.effects import OptionBatch, execute, price
+from governed_broker.sim.effects import OptionBatch, Priced, execute, price
 from governed_broker.sim.fastbuild import build
 from governed_broker.sim.hazard import make_hazard
 from governed_broker.sim.households import HouseholdArrays
+from governed_broker.sim.mandatory import draw_required, lender_adds_insurance, with_insurance
 from governed_broker.sim.memory_bridge import WorldMemory
 from governed_broker.sim.network import NeighbourIndex, build_graph
 from governed_broker.sim.population import Population, load_population
 from governed_broker.sim.reporters import YearView, agent_columns, model_row
+from governed_broker.sim.subsidy import subsidy_offers
 from governed_broker.sim.trust import update_trust
 from governed_broker.sim.year_state import YearState
 
@@ -143,6 +145,8 @@ class FloodModel(mesa.Model):
         population = load_population(config.population, config.seed, config.resolve_path)
         self.zones = sorted(set(population.zone.tolist()))
         self.hh = self._arrays_from(population)
+        #: Marginalised group membership per household (None: the population does not say).
+        self.marginalised = population.marginalised
         self.n = population.size
         self.hazard = make_hazard(hazard_with_paths(config), self.zones, config.seed,
                                   config.years, fixed_events(config))
@@ -185,6 +189,8 @@ class FloodModel(mesa.Model):
             loan_payment_usd=np.zeros(pop.size),
             unrepaired_usd=np.zeros(pop.size),
             sold=np.zeros(pop.size, dtype=bool),
+            insurance_required=draw_required(self.config.insurance.mandatory_purchase, pop.zone,
+                                             pop.is_owner, self.config.seed),
             taken_once={
                 a: np.zeros(pop.size, dtype=bool)
                 for a, spec in self.domain.actions.items() if spec.duration == "once"
@@ -312,32 +318,41 @@ class FloodModel(mesa.Model):
 
     def action_options(self, idx: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         """Per action: ``cost`` and ``premium`` (dollars), ``allowed`` and ``affordable``
-        masks, ``loss``.
+        masks, ``loss``, ``lender_placed``.
 
         ``loss`` is the out-of-pocket loss of a typical flood of the household's zone (the
         hazard map's typical depth) next year if the household takes the action.
+        ``lender_placed``: taking the action, the household would be insured by its lender's
+        requirement (``sim.mandatory``; cost, premium and loss then include the policy).
         """
         hh, c = self.hh, self.current
         owner = hh.is_owner[idx]
+        c.subsidy_offered = self._subsidy_offers(idx)
         batch = OptionBatch(
             self.config, self.damage_table, owner, hh.structure_value_usd[idx],
             hh.contents_value_usd[idx], hh.elevated[idx],
-            self.hazard.typical_depth_m[hh.zone_index[idx]])
+            self.hazard.typical_depth_m[hh.zone_index[idx]],
+            self.hazard.probability[hh.zone_index[idx]], subsidised=c.subsidy_offered)
         effects = {spec.effect for spec in self.domain.actions.values()}
         priced = {e: price(e, batch) for e in effects}
+        placed = {e: np.zeros(len(idx), dtype=bool) for e in effects}
+        required = hh.insurance_required[idx]
+        if required.any():
+            for e in filter(lender_adds_insurance, effects):
+                insured = price(with_insurance(e), batch)
+                placed[e] = required & finance.affordable(
+                    self.config.finance, insured.cost_usd, hh.savings_usd[idx],
+                    hh.income_usd[idx], c.payment_due_usd)
+                priced[e] = _where(placed[e], insured, priced[e])
         out: dict[str, dict[str, np.ndarray]] = {}
         for a, spec in self.domain.actions.items():
             p = priced[spec.effect]
-            allowed = np.zeros(len(idx), dtype=bool)
-            for tenure in spec.tenure:
-                allowed |= owner if tenure == "owner" else ~owner
-            allowed &= p.open_to
-            if a in hh.taken_once:
-                allowed &= ~hh.taken_once[a][idx]
+            allowed = self._open_by_tenure(a, idx) & p.open_to
             affordable = finance.affordable(self.config.finance, p.cost_usd, hh.savings_usd[idx],
                                             hh.income_usd[idx], c.payment_due_usd)
             out[a] = {"cost": p.cost_usd, "premium": p.premium_usd, "allowed": allowed,
-                      "affordable": affordable, "loss": p.loss_usd}
+                      "affordable": affordable, "loss": p.loss_usd,
+                      "lender_placed": placed[spec.effect]}
         c.typical_damage_usd = batch.damage_here_usd()
         protective = [a for a, spec in self.domain.actions.items()
                       if traits_of(spec.effect).protective]
@@ -345,6 +360,28 @@ class FloodModel(mesa.Model):
         for a in protective:
             c.could_protect |= out[a]["allowed"] & out[a]["affordable"]
         return out
+
+    def _open_by_tenure(self, action: str, idx: np.ndarray) -> np.ndarray:
+        """Households the action is open to by its tenure and, if taken once, not yet taken."""
+        owner = self.hh.is_owner[idx]
+        spec = self.domain.actions[action]
+        allowed = np.zeros(len(idx), dtype=bool)
+        for tenure in spec.tenure:
+            allowed |= owner if tenure == "owner" else ~owner
+        if action in self.hh.taken_once:
+            allowed &= ~self.hh.taken_once[action][idx]
+        return allowed
+
+    def _subsidy_offers(self, idx: np.ndarray) -> np.ndarray:
+        """Households offered the elevation grant this year (``sim.subsidy``): those whose home
+        is not elevated and to whom an elevating action is open."""
+        eligible = np.zeros(len(idx), dtype=bool)
+        for a, spec in self.domain.actions.items():
+            if traits_of(spec.effect).elevates:
+                eligible |= self._open_by_tenure(a, idx)
+        eligible &= ~self.hh.elevated[idx]
+        rng = child_rng(self.seed, "elevation_subsidy", self.year)
+        return subsidy_offers(self.config.elevation, eligible, self.hh.income_usd[idx], rng)
 
     def perception_phase(self) -> list[HouseholdSituation]:
         """3. One frozen situation per active household (agent-id order)."""
@@ -362,6 +399,7 @@ class FloodModel(mesa.Model):
                          for key in ("loss", "premium"))
         depth = self.hazard.typical_depth_m[hh.zone_index[idx]].tolist()
         damage = c.typical_damage_usd.tolist()
+        required = hh.insurance_required[idx].tolist()
         room = finance.spending_room_usd(self.config.finance, hh.savings_usd[idx],
                                          hh.income_usd[idx], c.payment_due_usd).tolist()
         situations = []
@@ -374,6 +412,7 @@ class FloodModel(mesa.Model):
                               "premium_usd": dict(zip(acts, premium[j], strict=True)),
                               "typical_flood": {"depth_m": depth[j], "damage_usd": damage[j]},
                               "spending_room_usd": room[j],
+                              "insurance_required": required[j],
                           }, memory))
             situations.append(build(HouseholdSituation, fields))
         return situations
@@ -458,12 +497,15 @@ class FloodModel(mesa.Model):
         rows = np.arange(len(idx))
         feasible = known & feasible_m[rows, np.where(known, wanted, 0)]
         executed = np.where(feasible, wanted, pos[self.default_action])
-        cost_m, premium_m = (np.column_stack([opt[a][key] for a in self.action_ids])
-                             for key in ("cost", "premium"))
+        cost_m, premium_m, placed_m = (np.column_stack([opt[a][key] for a in self.action_ids])
+                                       for key in ("cost", "premium", "lender_placed"))
         done = execute([self.domain.actions[a].effect for a in self.action_ids], executed,
                        cost_m[rows, executed], premium_m[rows, executed])
+        c.lender_placed = placed_m[rows, executed]
+        c.subsidy_usd = np.where(done.elevated & c.subsidy_offered,
+                                 money.elevation_grant_usd(self.config.elevation), 0.0)
         hh.elevated[idx] |= done.elevated
-        hh.insured[idx] = done.insured  # un-renewed insurance lapses
+        hh.insured[idx] = done.insured | c.lender_placed  # un-renewed insurance lapses
         hh.relocated[idx] |= done.relocated
         for a, taken in hh.taken_once.items():
             taken[idx] |= executed == pos[a]
@@ -512,9 +554,18 @@ class FloodModel(mesa.Model):
 
     def collect_phase(self) -> None:
         """7. The year's rows for ``agents_yearly.csv`` and ``model_yearly.csv``."""
-        view = YearView(self.year, self.current, self.hh, self.zones, self.action_ids)
+        view = YearView(self.year, self.current, self.hh, self.zones, self.action_ids,
+                        self.marginalised)
         self.last_agent_columns = agent_columns(view)
         self.last_model_row = model_row(view)
+
+
+def _where(mask: np.ndarray, chosen: Priced, other: Priced) -> Priced:
+    """``chosen``'s prices where ``mask`` holds, ``other``'s elsewhere (open as ``other``)."""
+    return Priced(cost_usd=np.where(mask, chosen.cost_usd, other.cost_usd),
+                  premium_usd=np.where(mask, chosen.premium_usd, other.premium_usd),
+                  loss_usd=np.where(mask, chosen.loss_usd, other.loss_usd),
+                  open_to=other.open_to)
 
 
 def _lists(value: Any) -> Any:

@@ -2,9 +2,14 @@
 
 Formulas (docs/configuration.md):
 - coverage = min(value, limit) per structure (owners only) and contents;
-- premium = (rate_s * coverage_s / 1000 + rate_c * coverage_c / 1000) * loading + fee;
+- premium, ``insurance.pricing: legacy`` = (rate_s * coverage_s / 1000 + rate_c * coverage_c
+  / 1000) * loading + fee;
+- premium, ``risk_based`` = expected annual payout * loading + fee, the expected payout being
+  the zone's annual flood chance times the payout of a typical flood at the home's first-floor
+  height (``sim.effects.OptionBatch.premium_usd``);
 - payout = payout_share * max(0, min(damage, limit) - deductible), per structure / contents;
-- elevation out-of-pocket = cost * (1 - subsidy_share);
+- elevation out-of-pocket = cost * (1 - subsidy_share) with a grant offered (``sim.subsidy``),
+  the full cost without;
 - relocation = moving cost (+ owners: (1 - buyout_share) * structure value).
 
 Who can pay for what, and how repairs are financed, is ``sim.finance``. The premium is computed
@@ -30,9 +35,18 @@ def coverage_usd(
 
 def premium_usd(
     ins: InsuranceConfig, structure_value_usd: np.ndarray, contents_value_usd: np.ndarray,
-    is_owner: np.ndarray,
+    is_owner: np.ndarray, expected_payout_usd: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Annual premium of a policy with full coverage up to the limits."""
+    """Annual premium of a policy with full coverage up to the limits (dollars).
+
+    Args:
+        expected_payout_usd: The policy's expected annual payout (dollars): the rated amount
+            when ``ins.pricing`` is ``risk_based`` (required there, unused otherwise).
+    """
+    if ins.pricing == "risk_based":
+        if expected_payout_usd is None:
+            raise ValueError("risk-based pricing needs the policy's expected annual payout")
+        return np.asarray(expected_payout_usd, dtype=float) * ins.loading + ins.fee_usd
     cov_s, cov_c = coverage_usd(ins, structure_value_usd, contents_value_usd, is_owner)
     base = (ins.rate_structure_per_1000_usd * cov_s + ins.rate_contents_per_1000_usd * cov_c)
     return base / 1000.0 * ins.loading + ins.fee_usd
@@ -63,9 +77,14 @@ def payout_usd(
     return pay_s + pay_c
 
 
-def elevation_cost_usd(elev: ElevationConfig) -> float:
-    """Out-of-pocket elevation cost after the subsidy."""
-    return elev.cost_usd * (1.0 - elev.subsidy_share)
+def elevation_grant_usd(elev: ElevationConfig) -> float:
+    """The subsidy programme's grant towards one elevation (dollars)."""
+    return elev.cost_usd * elev.subsidy_share
+
+
+def elevation_cost_usd(elev: ElevationConfig, subsidised: np.ndarray | bool = True) -> np.ndarray:
+    """Out-of-pocket elevation cost: the cost less the grant where one is offered (dollars)."""
+    return elev.cost_usd - np.where(subsidised, elevation_grant_usd(elev), 0.0)
 
 
 def relocation_cost_usd(

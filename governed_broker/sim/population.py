@@ -5,6 +5,9 @@ Generation (docs/configuration.md): tenure ~ Bernoulli(owner_share); zone ~ Cate
 contents_to_structure_ratio * structure value; renters: no structure (the building is the
 landlord's) and contents value ~ its own lognormal; savings = U(low, high) * income; initial
 insurance and elevation ~ Bernoulli(share per zone and tenure); trust ~ uniform ranges.
+
+Marginalised households (``population.marginalised``): income below the rule's threshold and
+tenure among its tenures; or the CSV's ``marginalised`` column; otherwise unknown (None).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from governed_broker.config.world import GeneratedPopulation, PopulationConfig
+from governed_broker.config.world import GeneratedPopulation, MarginalisedRule, PopulationConfig
 from governed_broker.seeding import child_rng
 
 
@@ -35,6 +38,8 @@ class Population:
     #: Where each home stands in the hazard grids' coordinates (None: not given).
     x: np.ndarray | None = None
     y: np.ndarray | None = None
+    #: Belongs to a marginalised group (None: the population does not say).
+    marginalised: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -43,7 +48,21 @@ class Population:
 
 
 def load_population(config: PopulationConfig, seed: int, resolve=lambda p: Path(p)) -> Population:
-    """The experiment's initial population (CSV file or generated)."""
+    """The experiment's initial population (CSV file or generated), marginalised households
+    marked by the rule when one is given."""
+    pop = _initial_population(config, seed, resolve)
+    if config.marginalised is not None:
+        pop.marginalised = marginalised_by_rule(config.marginalised, pop)
+    return pop
+
+
+def marginalised_by_rule(rule: MarginalisedRule, pop: Population) -> np.ndarray:
+    """Households of the rule's tenures with income below its threshold."""
+    tenure_ok = np.where(pop.is_owner, "owner" in rule.tenures, "renter" in rule.tenures)
+    return tenure_ok & (pop.income_usd < rule.income_below_usd)
+
+
+def _initial_population(config: PopulationConfig, seed: int, resolve) -> Population:
     if config.file is not None:
         from governed_broker.config.loader import read_population_csv
 
@@ -63,6 +82,8 @@ def load_population(config: PopulationConfig, seed: int, resolve=lambda p: Path(
             trust_neighbours=frame["trust_neighbours"].to_numpy(float),
             x=frame["x"].to_numpy(float) if "x" in frame.columns else None,
             y=frame["y"].to_numpy(float) if "y" in frame.columns else None,
+            marginalised=(frame["marginalised"].to_numpy(bool)
+                          if "marginalised" in frame.columns else None),
         )
     return generate_population(config.generate, config.size, seed)
 

@@ -32,6 +32,7 @@ class YearView:
         hh: Every household's state at the end of the year.
         zones: Zone names by zone index.
         action_ids: The domain's action ids, in order.
+        marginalised: Marginalised group membership of every household (None: unknown).
     """
 
     year: int
@@ -39,6 +40,13 @@ class YearView:
     hh: HouseholdArrays
     zones: list[str]
     action_ids: list[str]
+    marginalised: np.ndarray | None = None
+
+    def marginalised_column(self) -> Any:
+        """The ``marginalised`` column: membership, or empty fields where it is unknown."""
+        if self.marginalised is None:
+            return [""] * len(self.idx)
+        return self.marginalised[self.idx]
 
     @property
     def idx(self) -> np.ndarray:
@@ -69,6 +77,7 @@ AGENT_REPORTERS: dict[str, Reporter] = {
     "tenure": lambda v: np.where(v.hh.is_owner[v.idx], "owner", "renter"),
     "flood_zone": lambda v: np.asarray(v.zones, dtype=object)[v.hh.zone_index[v.idx]],
     "income_usd": lambda v: v.hh.income_usd[v.idx],
+    "marginalised": YearView.marginalised_column,
     "savings_before_usd": lambda v: v.state.savings_before_usd,
     "elevated_before": lambda v: v.state.elevated_before,
     "insured_before": lambda v: v.state.insured_before,
@@ -101,10 +110,14 @@ AGENT_REPORTERS: dict[str, Reporter] = {
     "retries": lambda v: np.array(v.of_decisions(lambda d: d.retries), dtype=np.int64),
     "feasible": lambda v: v.state.feasible,
     "could_protect": lambda v: v.state.could_protect,
+    "subsidy_offered": lambda v: v.state.subsidy_offered,
+    "subsidy_usd": lambda v: v.state.subsidy_usd,
     "action_cost_usd": lambda v: v.state.action_cost_usd,
     "premium_usd": lambda v: v.state.premium_usd,
     "elevated_after": lambda v: v.hh.elevated[v.idx].copy(),
     "insured_after": lambda v: v.hh.insured[v.idx].copy(),
+    "insurance_required": lambda v: v.hh.insurance_required[v.idx].copy(),
+    "lender_placed": lambda v: v.state.lender_placed,
     "relocated_after": lambda v: v.hh.relocated[v.idx].copy(),
     "loan_payment_usd": lambda v: v.state.payment_due_usd,
     "debt_after_usd": lambda v: v.hh.debt_usd[v.idx].copy(),
@@ -140,6 +153,7 @@ MODEL_REPORTERS: dict[str, Reporter] = {
     "total_payout_usd": lambda v: float(np.sum(v.state.payout_usd)),
     "total_premiums_usd": lambda v: float(np.sum(v.state.premium_usd)),
     "total_action_costs_usd": lambda v: float(np.sum(v.state.action_cost_usd)),
+    "total_subsidy_usd": lambda v: float(np.sum(v.state.subsidy_usd)),
     "total_aid_usd": lambda v: float(np.sum(v.state.repairs.aid_usd)),
     "total_loans_usd": lambda v: float(np.sum(v.state.repairs.loan_usd)),
     "total_unrepaired_usd": lambda v: float(np.sum(v.state.repairs.unrepaired_usd)),

@@ -56,6 +56,11 @@ class YearState:
         premium_usd: Premium paid for next year's policy (dollars; execution).
         action_cost_usd: Cost of other measures (dollars; execution).
         forced_sale: Sold and left at the end of the year (execution).
+        lender_placed: The lender renewed the policy for next year because the executed
+            action did not insure (mandatory purchase; execution).
+        subsidy_offered: The elevation grant was offered this year (``sim.subsidy``;
+            perception phase).
+        subsidy_usd: Elevation grant paid this year (dollars; execution).
     """
 
     idx: np.ndarray
@@ -85,6 +90,9 @@ class YearState:
     premium_usd: np.ndarray = field(default_factory=_none)
     action_cost_usd: np.ndarray = field(default_factory=_none)
     forced_sale: np.ndarray = field(default_factory=_none)
+    lender_placed: np.ndarray = field(default_factory=_none)
+    subsidy_offered: np.ndarray = field(default_factory=_none)
+    subsidy_usd: np.ndarray = field(default_factory=_none)
 
     @property
     def damage_usd(self) -> np.ndarray:

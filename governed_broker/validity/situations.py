@@ -63,7 +63,8 @@ class SituationBuilder:
         contents = np.array([spec.contents_value_usd])
         damage, payout = self._impact(spec, spec.flood_depth_m, owner, structure, contents)
         batch = OptionBatch(self.config, self.damage_table, owner, structure, contents,
-                            np.array([spec.elevated]), np.array([zone.typical_depth_m]))
+                            np.array([spec.elevated]), np.array([zone.typical_depth_m]),
+                            np.array([zone.probability]))
         costs, allowed, affordable, extra = self._options(spec, batch)
         memory = self._recall(spec, allowed, owner, structure, contents)
         if order is not None:  # only the listing changes: what is remembered and known stays

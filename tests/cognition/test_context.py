@@ -110,6 +110,14 @@ def test_situation_facts_and_costs_are_shown():
     assert "elevate_house" in text and "it would then cost you nothing." in text
 
 
+def test_a_lender_requirement_is_stated_only_where_it_holds():
+    required = " ".join(user_text(builder().build(
+        make_situation(extra={"insurance_required": True}))).split())
+    assert "Your mortgage lender requires flood insurance on your home" in required
+    for s in (make_situation(), make_situation(extra={"insurance_required": False})):
+        assert "mortgage lender" not in user_text(builder().build(s))
+
+
 def test_past_floods_are_known_only_from_memory():
     # floods in earlier years are world state; without memories the prompt must not state them
     s = make_situation(flooded=False, depth_m=0.0, damage_usd=0.0, years_since_flood=2,

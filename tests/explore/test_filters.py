@@ -67,6 +67,10 @@ def test_filters_combine_on_a_sample_run() -> None:
     retried = matching_decisions(view, DecisionFilter(status="retry_approved"))
     assert set(retried["status"]) == {"retry_approved"}
     assert matching_decisions(view, DecisionFilter(laundering=True)).empty
-    assert matching_decisions(view, DecisionFilter(marginalised=True)).empty  # no MG column
+    mg = matching_decisions(view, DecisionFilter(marginalised=True))
+    assert set(zip(mg["year"], mg["agent_id"], strict=True)) == set(
+        view.agents.loc[view.agents["marginalised"] == True, ["year", "agent_id"]]  # noqa: E712
+        .itertuples(index=False, name=None))
+    assert 0 < len(mg) < 30
     low = matching_decisions(view, DecisionFilter(zone="low"))
     assert set(low["flood_zone"]) == {"low"} and len(low) < 30

@@ -37,7 +37,8 @@ def _batch(experiments, elevated) -> OptionBatch:
     table = load_damage_table(config.resolve_path(config.damage.table))
     n = len(elevated)
     return OptionBatch(config, table, np.ones(n, bool), np.full(n, 250_000.0),
-                       np.full(n, 100_000.0), np.asarray(elevated), np.full(n, 2.0))
+                       np.full(n, 100_000.0), np.asarray(elevated), np.full(n, 2.0),
+                       np.full(n, 0.02))
 
 
 def test_a_combination_sums_costs_and_judges_the_loss_with_every_part(experiments) -> None:
@@ -97,9 +98,11 @@ def test_a_new_effect_runs_an_experiment(experiments, tmp_path, repo_root, flood
     agents = pd.read_csv(out / "agents_yearly.csv")
     taken = agents[agents["executed_action"] == "floodproof_home"]
     assert len(taken) > 0 and (taken["tenure"] == "owner").all()
-    assert (taken["action_cost_usd"] == 1_000.0).all() and (taken["premium_usd"] == 0).all()
+    assert (taken["action_cost_usd"] == 1_000.0).all()
+    # a premium only where the mortgage lender renewed the policy (mandatory purchase)
+    assert ((taken["premium_usd"] > 0) == taken["lender_placed"]).all()
     assert taken["agent_id"].is_unique  # duration: once
-    first = int(taken["agent_id"].iloc[0])
+    first = int(taken.loc[~taken["lender_placed"], "agent_id"].iloc[0])
     memory = (out / "memories" / f"{first}.md").read_text()
     assert "I decided to floodproof home; it cost me $1,000." in memory
 

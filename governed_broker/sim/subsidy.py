@@ -1,0 +1,62 @@
+"""The elevation subsidy programme: who is offered a grant this year.
+
+Its terms are ``config.world.ElevationConfig``.
+
+A grant pays ``subsidy_share`` of the elevation cost. Without a budget every household that may
+elevate is offered one. With an annual budget the programme funds ``floor(budget / grant)``
+grants and offers them *before* households decide, as a grant programme approves applications
+before the work is done: each household is told the price it would really pay (with or without
+the grant), the decision makers compare true prices, and the budget cannot be exceeded whatever
+they choose. A grant offered and not taken lapses with the year (the budget is annual).
+
+Allocation (``subsidy_allocation``):
+- ``first_come``: applications arrive in a random order, drawn from the year's seeded stream;
+- ``by_need``: lowest income first (ties in agent-id order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from governed_broker.config.world import ElevationConfig
+from governed_broker.sim.money import elevation_grant_usd
+
+
+def grants_funded(elev: ElevationConfig) -> int | None:
+    """How many grants the annual budget funds (None: no budget, no limit).
+
+    Capped at 2**53 (a tiny grant against a large budget), far above any population.
+    """
+    grant = elevation_grant_usd(elev)
+    if elev.subsidy_budget_usd is None or grant <= 0.0:
+        return None
+    return int(min(elev.subsidy_budget_usd // grant, 2.0**53))
+
+
+def subsidy_offers(elev: ElevationConfig, eligible: np.ndarray, income_usd: np.ndarray,
+                   rng: np.random.Generator) -> np.ndarray:
+    """Households offered the elevation grant this year.
+
+    Args:
+        elev: The elevation terms and the programme.
+        eligible: Households that may elevate this year (in agent-id order).
+        income_usd: Annual income per household (dollars; ``by_need`` ranks by it).
+        rng: This year's stream for the programme (``first_come`` draws the order from it).
+
+    Returns:
+        A boolean mask over the households; no grant is offered when the share is 0.
+    """
+    eligible = np.asarray(eligible, dtype=bool)
+    if elevation_grant_usd(elev) <= 0.0:
+        return np.zeros(len(eligible), dtype=bool)
+    slots = grants_funded(elev)
+    if slots is None:
+        return eligible.copy()
+    candidates = np.flatnonzero(eligible)
+    if elev.subsidy_allocation == "first_come":
+        queue = rng.permutation(candidates)
+    else:
+        queue = candidates[np.argsort(np.asarray(income_usd)[candidates], kind="stable")]
+    offered = np.zeros(len(eligible), dtype=bool)
+    offered[queue[:slots]] = True
+    return offered
