@@ -249,7 +249,9 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=N
         _explore("", "any run of this sweep", Path(path)), _table(outcomes),
     ]
     group_by = _sweep_groups(outcomes, sweep.parameters)
-    model = sweep.model.merge(sweep.runs[["run_id", *sweep.parameters]], on="run_id")
+    # `governed-broker collect` already writes the parameters into the model table
+    missing = [p for p in sweep.parameters if p not in sweep.model.columns]
+    model = sweep.model.merge(sweep.runs[["run_id", *missing]], on="run_id")
     for column, label in (("share_insured", "insured share"), ("share_elevated",
                                                               "elevated share")):
         long = model.rename(columns={column: "value"})[["run_id", "year", "value"]]
