@@ -30,6 +30,7 @@ from governed_broker.analysis.plots import (
     plot_sobol,
     plot_trajectories,
 )
+from governed_broker.analysis.policy import ARM, paired_arm_differences
 from governed_broker.analysis.replicates import summarise_replicates
 from governed_broker.analysis.sensitivity import OUTCOMES, run_outcomes, sobol_indices
 from governed_broker.analysis.summary import summarise_run
@@ -235,6 +236,23 @@ def _sweep_groups(outcomes: pd.DataFrame, parameters: list[str]) -> str | None:
     return None
 
 
+def _arms_html(outcomes: pd.DataFrame) -> list[str]:
+    """The policy-comparison section: each arm against the first, paired by seed (empty for a
+    sweep without cases or without seeds that several arms ran)."""
+    if ARM not in outcomes.columns or outcomes[ARM].nunique() < 2:
+        return []
+    arms = list(dict.fromkeys(outcomes[ARM].astype(str)))
+    if not outcomes.groupby("seed")[ARM].nunique().gt(1).any():
+        return []
+    diffs = paired_arm_differences(outcomes, arms[0])
+    return [f"<h2>Policy arms: paired differences against {html.escape(arms[0])}</h2>",
+            "<p>Each arm minus the reference, seed by seed (the arms share each replicate's "
+            "population and floods, and with a <code>policy_change</code> every year before "
+            "it); mean over the pairs with a 95 % percentile bootstrap interval "
+            "(<code>analysis.policy</code>).</p>",
+            _table(diffs)]
+
+
 def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=None) -> str:
     """HTML text of the report of one sweep directory (``bar``: a tqdm bar, one step per
     figure)."""
@@ -248,8 +266,11 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=N
         "<h2>Runs</h2>", _table(status),
         _explore("", "any run of this sweep", Path(path)), _table(outcomes),
     ]
+    body += _arms_html(outcomes)
     group_by = _sweep_groups(outcomes, sweep.parameters)
-    model = sweep.model.merge(sweep.runs[["run_id", *sweep.parameters]], on="run_id")
+    # `governed-broker collect` already writes the parameters into the model table
+    missing = [p for p in sweep.parameters if p not in sweep.model.columns]
+    model = sweep.model.merge(sweep.runs[["run_id", *missing]], on="run_id")
     for column, label in (("share_insured", "insured share"), ("share_elevated",
                                                               "elevated share")):
         long = model.rename(columns={column: "value"})[["run_id", "year", "value"]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel
 from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
@@ -18,6 +18,7 @@ from governed_broker.config.cohort import CohortConfig
 from governed_broker.config.limits import RunLimits
 from governed_broker.config.llm import LLMConfig
 from governed_broker.config.memory import MemoryConfig
+from governed_broker.config.policy import PolicyChangeConfig, apply_settings
 from governed_broker.config.sweep import SweepConfig
 from governed_broker.config.validity import ValidityConfig
 from governed_broker.config.world import (
@@ -66,6 +67,7 @@ class ExperimentConfig(StrictModel):
         validity: The behavioural-validity battery and the gate on runs; not in the run hash.
         sweep: The parameter sweep built on this experiment (``governed-broker sweep``).
         calibration: The targets ``governed-broker calibrate`` scores the sweep against.
+        policy_change: Policy settings in force from a later year (``config.policy``).
     """
 
     name: str = Field(
@@ -98,6 +100,7 @@ class ExperimentConfig(StrictModel):
     validity: ValidityConfig = ValidityConfig()
     sweep: SweepConfig | None = None
     calibration: CalibrationConfig | None = None
+    policy_change: PolicyChangeConfig | None = None
 
     @field_validator("name")
     @classmethod
@@ -107,6 +110,28 @@ class ExperimentConfig(StrictModel):
         if name.endswith((".partial", ".lock")):
             raise ValueError("must not end in '.partial' or '.lock' (names of a run's work files)")
         return name
+
+    @model_validator(mode="after")
+    def _policy_change_fits(self) -> ExperimentConfig:
+        if self.policy_change is not None:
+            if self.policy_change.from_year > self.years:
+                raise ValueError(
+                    f"policy_change.from_year {self.policy_change.from_year} is after the last "
+                    f"year ({self.years}); the change would never be in force")
+            self.with_policy_change()  # every changed section validates
+        return self
+
+    def with_policy_change(self) -> ExperimentConfig:
+        """The experiment as it stands from ``policy_change.from_year`` (itself without one).
+
+        Raises:
+            ValueError: a changed setting the section does not accept.
+        """
+        if self.policy_change is None:
+            return self
+        sections = {name: getattr(self, name)
+                    for name in {k.split(".")[0] for k in self.policy_change.settings}}
+        return self.model_copy(update=apply_settings(sections, self.policy_change.settings))
 
     #: Directory that relative paths are resolved against (the experiment file's folder).
     _base_dir: Path | None = PrivateAttr(default=None)

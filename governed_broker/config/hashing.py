@@ -7,10 +7,11 @@ hazard schedule, prompt templates, knowledge documents, concepts graph, scripted
 Settings that cannot change the outputs are left out (``OPERATIONAL``): the ``sweep`` block
 (it describes the ensemble, not the run), ``calibration`` (the targets runs are scored against),
 ``limits`` (confirmation thresholds), ``validity`` (whether a run may start, not what it
-writes), ``cohort`` when it is off (runs hash as they did before cohort mode existed), the
-progress bar, and how the LLM is reached and waited for (hosts, timeouts, transport retries
-and their back-off, patience, health checks, model pulls, Ollama's keep-alive): following a timeout
-error's advice to raise ``llm.timeout_s`` must not make a partial run impossible to resume.
+writes), ``cohort`` when it is off and ``policy_change`` when there is none (runs hash as they
+did before either existed), the progress bar, and how the LLM is reached and waited for (hosts,
+timeouts, transport retries and their back-off, patience, health checks, model pulls, Ollama's
+keep-alive): following a timeout error's advice to raise ``llm.timeout_s`` must not make a
+partial run impossible to resume.
 Settings that may change a reply (model, sampling, context window, concurrency and threads,
 which can change numerics, the cache mode) stay in.
 """
@@ -81,6 +82,8 @@ def run_settings(config: ExperimentConfig) -> dict:
                 settings[section].pop(key, None)
     if not settings.get("cohort", {}).get("enabled"):
         settings.pop("cohort", None)  # off: runs hash as they did before cohort mode existed
+    if settings.get("policy_change") is None:
+        settings.pop("policy_change", None)  # none: runs hash as they did before it existed
     return settings
 
 

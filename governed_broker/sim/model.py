@@ -135,6 +135,8 @@ class FloodModel(mesa.Model):
     ) -> None:
         super().__init__(rng=config.seed if rng is None else rng)
         self.config = config
+        #: The settings before and from ``policy_change.from_year`` (``config.policy``).
+        self._configs = (config, config.with_policy_change())
         self.seed = config.seed
         self.decision_maker = decision_maker
         self.domain = agent_types or load_agent_types(config.resolve_path(config.agent_types))
@@ -272,7 +274,9 @@ class FloodModel(mesa.Model):
         self.collect_phase()
 
     def begin_year(self) -> None:
-        """Snapshot the state households start the year with."""
+        """Put the year's policy in force; snapshot the state households start the year with."""
+        change = self._configs[0].policy_change
+        self.config = self._configs[int(change is not None and self.year >= change.from_year)]
         idx, hh = self.active_index, self.hh
         debt = hh.debt_usd[idx].copy()
         self.current = YearState(idx, savings_before_usd=hh.savings_usd[idx].copy(),

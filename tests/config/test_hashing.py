@@ -36,3 +36,14 @@ def test_operational_names_are_settings() -> None:
     for section, keys in OPERATIONAL.items():
         if keys is not None:
             assert set(keys) <= set(config[section]), section
+
+
+def test_no_policy_change_hashes_as_before_it_existed_and_a_change_counts() -> None:
+    from governed_broker.config.hashing import run_settings
+
+    plain = load_experiment(DEMO)
+    assert "policy_change" not in run_settings(plain)
+    changed = load_experiment(DEMO, [
+        "policy_change={from_year: 3, settings: {elevation.subsidy_share: 0.75}}"])
+    assert run_settings(changed)["policy_change"]["from_year"] == 3
+    assert config_hash(changed) != config_hash(plain)
