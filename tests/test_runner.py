@@ -19,9 +19,10 @@ CONTRACT_AGENT = (
     "floods_experienced, neighbour_insured_share, neighbour_elevated_share, "
     "neighbour_relocated_share, trust_insurance, trust_neighbours, threat_score, coping_score, "
     "threat_label, coping_label, proposed_action, executed_action, status, retries, feasible, "
-    "could_protect, subsidy_offered, subsidy_usd, action_cost_usd, premium_usd, elevated_after, "
-    "insured_after, insurance_required, lender_placed, relocated_after, loan_payment_usd, "
-    "debt_after_usd, savings_after_usd, forced_sale, decision_maker"
+    "could_protect, subsidy_offered, subsidy_usd, buyout_offered, buyout_usd, action_cost_usd, "
+    "premium_usd, elevated_after, insured_after, insurance_required, lender_placed, "
+    "relocated_after, loan_payment_usd, debt_after_usd, savings_after_usd, forced_sale, "
+    "decision_maker"
 )
 #: A small world where zone high floods every other year, every home at once, and half the
 #: households live there: enough flooded households to see every kind of decision.
@@ -31,9 +32,9 @@ CONTRACT_MODEL = (
     "year, n_households, n_active, n_flooded, flood_occurred, share_insured, share_elevated, "
     "share_relocated, share_insured_and_elevated, share_no_measure, total_damage_usd, "
     "total_payout_usd, total_premiums_usd, total_action_costs_usd, total_subsidy_usd, "
-    "total_aid_usd, total_loans_usd, total_unrepaired_usd, n_forced_sales, mean_depth_flooded_m, "
-    "n_do_nothing, n_buy_insurance, n_elevate_house, n_elevate_and_insure, n_relocate, "
-    "n_rejected, n_retries, n_infeasible"
+    "total_buyout_usd, total_aid_usd, total_loans_usd, total_unrepaired_usd, n_forced_sales, "
+    "mean_depth_flooded_m, n_do_nothing, n_buy_insurance, n_elevate_house, "
+    "n_elevate_and_insure, n_relocate, n_accept_buyout, n_rejected, n_retries, n_infeasible"
 )
 
 

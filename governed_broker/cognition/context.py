@@ -330,6 +330,9 @@ class ContextBuilder:
         lines.append(t.text("insured_yes" if s.insured else "insured_no"))
         if s.extra.get("insurance_required"):
             lines.append(t.text("insurance_required_line"))
+        if s.extra.get("buyout_offer_usd"):
+            lines.append(t.render("buyout_offer_line",
+                                  price=money(float(s.extra["buyout_offer_usd"]))))
         if s.tenure != "renter":
             lines.append(t.text("elevated_yes" if s.elevated else "elevated_no"))
         return "\n".join(lines)

@@ -32,6 +32,7 @@ HOUSEHOLD_TEMPLATES: dict[str, frozenset[str]] = {
     "insured_yes": frozenset(),
     "insured_no": frozenset(),
     "insurance_required_line": frozenset(),
+    "buyout_offer_line": frozenset({"price"}),
     "elevated_yes": frozenset(),
     "elevated_no": frozenset(),
     "social": frozenset({"insured", "elevated", "relocated"}),

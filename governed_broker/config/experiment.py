@@ -7,9 +7,11 @@ directory of that file, so an experiment runs the same from any working director
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel
 from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
@@ -22,6 +24,7 @@ from governed_broker.config.policy import PolicyChangeConfig, apply_settings
 from governed_broker.config.sweep import SweepConfig
 from governed_broker.config.validity import ValidityConfig
 from governed_broker.config.world import (
+    BuyoutConfig,
     DamageConfig,
     DecisionConfig,
     ElevationConfig,
@@ -52,6 +55,7 @@ class ExperimentConfig(StrictModel):
         insurance: Premiums, limits, deductibles and payouts of flood insurance.
         elevation: Height, cost and subsidy of elevating a house.
         relocation: Moving costs and buyout share of relocating.
+        buyout: The buyout programme's offers to repetitively flooded owners (none by default).
         finance: Savings, the protection budget, repair financing (aid, loans) and forced sales.
         network: The neighbour graph households look at.
         trust: Yearly updates of trust in insurance and in neighbours.
@@ -85,6 +89,7 @@ class ExperimentConfig(StrictModel):
     insurance: InsuranceConfig
     elevation: ElevationConfig
     relocation: RelocationConfig
+    buyout: BuyoutConfig | None = None
     finance: FinanceConfig
     network: NetworkConfig = NetworkConfig()
     trust: TrustConfig
@@ -129,9 +134,12 @@ class ExperimentConfig(StrictModel):
         """
         if self.policy_change is None:
             return self
-        sections = {name: getattr(self, name)
-                    for name in {k.split(".")[0] for k in self.policy_change.settings}}
-        return self.model_copy(update=apply_settings(sections, self.policy_change.settings))
+        names = {k.split(".")[0] for k in self.policy_change.settings}
+        sections = {name: getattr(self, name) for name in names}
+        models = {name: _section_model(type(self).model_fields[name].annotation)
+                  for name in names}
+        return self.model_copy(update=apply_settings(sections, models,
+                                                     self.policy_change.settings))
 
     #: Directory that relative paths are resolved against (the experiment file's folder).
     _base_dir: Path | None = PrivateAttr(default=None)
@@ -151,3 +159,11 @@ class ExperimentConfig(StrictModel):
         """``path`` resolved against the experiment file's directory (absolute paths as is)."""
         path = Path(path)
         return path if path.is_absolute() else (self.base_dir / path).resolve()
+
+
+def _section_model(annotation: Any) -> type[BaseModel]:
+    """The model class of a section annotated ``Model`` or ``Model | None``."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    raise TypeError(f"not a section: {annotation!r}")  # pragma: no cover - a programming error

@@ -29,6 +29,7 @@ from governed_broker.config.validation import allowed_keys, child_annotation, va
 from governed_broker.config.validity import BATTERY_FILES
 from governed_broker.config.world import MAX_USD
 from governed_broker.config.yamlsafe import load_yaml_text, read_text_file, read_yaml
+from governed_broker.contracts.effects import traits_of
 
 #: Largest population CSV read (bytes): about a million households.
 MAX_POPULATION_BYTES = 256 << 20
@@ -402,6 +403,13 @@ def check_combinations(config: ExperimentConfig, source: Path,
     elif config.memory.overrides:
         raise ConfigError(f"{source}: field 'memory.overrides': set, but memory.engine is "
                           "'none', so they would change nothing; remove them or choose an engine")
+    programme = config.buyout or config.with_policy_change().buyout
+    if programme is not None and not any(traits_of(a.effect).bought_out
+                                         for a in agent_types.actions.values()):
+        raise ConfigError(
+            f"{source}: field 'buyout': a buyout programme, but no action of "
+            f"{config.resolve_path(config.agent_types)} has the effect 'buyout', so no household "
+            "could accept an offer; add one (agent_types.yaml's accept_buyout) or remove 'buyout'")
 
 
 def check_raster(config: ExperimentConfig, source: Path, pop_zones: set[str],

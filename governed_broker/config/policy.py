@@ -37,6 +37,12 @@ POLICY_SETTINGS: tuple[str, ...] = (
     "elevation.subsidy_budget_usd",
     "elevation.subsidy_allocation",
     "relocation.buyout_share",
+    "buyout",
+    "buyout.min_floods",
+    "buyout.substantial_damage_share",
+    "buyout.price_share",
+    "buyout.annual_budget_usd",
+    "buyout.allocation",
     "finance.aid.probability",
     "finance.aid.max_grant_usd",
 )
@@ -66,31 +72,49 @@ class PolicyChangeConfig(StrictModel):
         return settings
 
 
-def apply_settings(sections: dict[str, BaseModel], settings: dict[str, Any]) -> dict[str, Any]:
+def apply_settings(sections: dict[str, BaseModel | None], models: dict[str, type[BaseModel]],
+                   settings: dict[str, Any]) -> dict[str, Any]:
     """The experiment sections that ``settings`` change, with the changes applied and validated.
 
+    A setting may name a whole section (``buyout``: a programme that starts with the change,
+    or ``null`` to end it) or a field inside one that the experiment has.
+
     Args:
-        sections: The experiment's sections by name (``insurance``, ``elevation``...).
+        sections: The experiment's sections by name (``insurance``, ``buyout``...; None: unset).
+        models: The model class of each of those sections.
         settings: Dotted setting -> value (already checked against ``POLICY_SETTINGS``).
 
     Returns:
-        Section name -> the new, validated section model.
+        Section name -> the new, validated section model (or None).
 
     Raises:
-        ValueError: a value the section does not accept (the message names the setting).
+        ValueError: a value the section does not accept, or a field of a section the
+            experiment does not have (the message names the setting).
     """
-    changed: dict[str, dict[str, Any]] = {}
-    for key, value in settings.items():
+    changed: dict[str, Any] = {}
+    for key, value in sorted(settings.items(), key=lambda kv: kv[0].count(".")):
         section, *path = key.split(".")
-        data = changed.setdefault(section, sections[section].model_dump(mode="python"))
-        node = data
+        if not path:
+            changed[section] = value
+            continue
+        if section not in changed:
+            current = sections[section]
+            if current is None:
+                raise ValueError(
+                    f"policy_change.settings: {key!r} changes a field of '{section}', which the "
+                    f"experiment does not set; set the whole section ({section}: {{...}})")
+            changed[section] = current.model_dump(mode="python")
+        node = changed[section]
         for part in path[:-1]:
             node = node[part]
         node[path[-1]] = value
     out: dict[str, Any] = {}
     for section, data in changed.items():
+        if data is None:
+            out[section] = None
+            continue
         try:
-            out[section] = type(sections[section]).model_validate(data)
+            out[section] = models[section].model_validate(data)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{section}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"

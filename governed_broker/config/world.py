@@ -446,6 +446,33 @@ class RelocationConfig(StrictModel):
     buyout_share: Share = 1.0
 
 
+class BuyoutConfig(StrictModel):
+    """A buyout programme (FEMA HMGP / NJ Blue Acres-style; ``sim.buyout``).
+
+    After the year's flood and before households decide, the programme offers to buy the homes
+    of owners with repetitive losses (``min_floods`` floods at the home) or substantial damage
+    this year (structure damage of at least ``substantial_damage_share`` of the pre-flood
+    structure value), at ``price_share`` of the pre-flood structure value. Accepting is an
+    action whose effect is ``buyout`` (open only with an offer); the household leaves for good.
+    With an annual budget, offers are made in the allocation order while their prices fit it,
+    so the budget holds whatever the households choose; an offer not taken lapses with the year.
+    """
+
+    source: Source
+    min_floods: int = Field(default=2, ge=1, le=1000, description=(
+        "floods at the home that make its owner eligible (repetitive loss)"))
+    substantial_damage_share: Share | None = Field(default=0.5, description=(
+        "also eligible when this year's structure damage reaches this share of the pre-flood "
+        "structure value (null: not a criterion)"))
+    price_share: Share = Field(description=(
+        "share of the pre-flood structure value (today's value plus unrepaired damage) paid"))
+    annual_budget_usd: Money | None = Field(default=None, description=(
+        "the programme's budget a year (dollars); null: every eligible owner gets an offer"))
+    allocation: Literal["first_come", "by_need"] = Field(default="first_come", description=(
+        "order of the offers under a budget: first_come, a seeded random order; by_need, "
+        "lowest income first"))
+
+
 class AidConfig(StrictModel):
     """Disaster aid: a grant towards repairs that insurance did not pay (FEMA IHP-style).
 

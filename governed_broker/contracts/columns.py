@@ -119,6 +119,9 @@ AGENT_YEARLY: tuple[Column, ...] = (
     _flag("subsidy_offered", "the elevation grant was offered this year (every household that "
           "may elevate without `elevation.subsidy_budget_usd`; else as allocated)"),
     _usd("subsidy_usd", "elevation grant paid this year (not part of action_cost_usd)"),
+    _flag("buyout_offered", "the buyout programme offered to buy the home this year "
+          "(`buyout`; the offer lapses with the year)"),
+    _usd("buyout_usd", "price the programme paid for the home (accepted this year)"),
     _usd("action_cost_usd", "out-of-pocket cost of elevation / relocation paid this year"),
     _usd("premium_usd", "insurance premium paid this year (policy for next year)"),
     _flag("elevated_after", "elevated after execution"),
@@ -154,6 +157,7 @@ _MODEL_HEAD: tuple[Column, ...] = (
     _usd("total_action_costs_usd", "sum of elevation / relocation costs paid"),
     _usd("total_subsidy_usd", "sum of elevation grants paid (at most "
          "`elevation.subsidy_budget_usd`)"),
+    _usd("total_buyout_usd", "sum of buyout prices paid (at most `buyout.annual_budget_usd`)"),
     _usd("total_aid_usd", "sum of disaster aid grants"),
     _usd("total_loans_usd", "sum of disaster loans taken"),
     _usd("total_unrepaired_usd", "sum of damage left unrepaired"),

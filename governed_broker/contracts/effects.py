@@ -31,6 +31,8 @@ class EffectTraits:
             lapses unless an insuring action is chosen again the next year.
         elevates: Raises the home by ``elevation.height_m`` for good.
         leaves: The household leaves the area and is inactive from then on.
+        bought_out: The home is sold to the buyout programme (only open to an owner the
+            programme made an offer to this year; the household leaves).
     """
 
     name: str
@@ -39,6 +41,7 @@ class EffectTraits:
     insures: bool = False
     elevates: bool = False
     leaves: bool = False
+    bought_out: bool = False
 
 
 #: The effect of the default action: nothing changes.
@@ -50,6 +53,7 @@ EFFECTS: dict[str, EffectTraits] = {t.name: t for t in (
     EffectTraits("insure", protective=True, insures=True),
     EffectTraits("elevate", protective=True, one_off=True, elevates=True),
     EffectTraits("relocate", protective=True, one_off=True, leaves=True),
+    EffectTraits("buyout", protective=True, one_off=True, leaves=True, bought_out=True),
 )}
 
 #: How the parts of a combined effect are joined (``elevate+insure``).
@@ -84,4 +88,4 @@ def traits_of(effect: str) -> EffectTraits:
     parts = [EFFECTS[p] for p in effect_names(effect)]
     return EffectTraits(effect, **{
         trait: any(getattr(p, trait) for p in parts)
-        for trait in ("protective", "one_off", "insures", "elevates", "leaves")})
+        for trait in ("protective", "one_off", "insures", "elevates", "leaves", "bought_out")})

@@ -50,6 +50,9 @@ class OptionBatch:
         insured: Whether a policy covers next year's flood.
         subsidised: Whether the elevation grant is offered to the household this year
             (``sim.subsidy``).
+        buyout_offered: Whether the buyout programme offers to buy the home this year
+            (``sim.buyout``).
+        buyout_price_usd: The price it offers (dollars; 0 without an offer).
     """
 
     config: ExperimentConfig
@@ -62,6 +65,8 @@ class OptionBatch:
     flood_probability: np.ndarray
     insured: np.ndarray | bool = False
     subsidised: np.ndarray | bool = True
+    buyout_offered: np.ndarray | bool = False
+    buyout_price_usd: np.ndarray | float = 0.0
 
     @cached_property
     def premium_usd(self) -> np.ndarray:
@@ -105,6 +110,15 @@ class OptionBatch:
         d_s, d_c = damages_usd(self.damage_table, np.maximum(0.0, self.depth_here_m),
                                self.structure_value_usd, self.contents_value_usd)
         return d_s + d_c
+
+    def buyout_cost_usd(self) -> np.ndarray:
+        """Out-of-pocket cost of accepting the buyout (dollars): the owner's moving cost plus
+        the home's value today, less the price. The price pays for the home, and what it pays
+        above the home's value today (the unrepaired damage it makes good, at a pre-flood price)
+        goes towards the move; a price below today's value is a loss, as a relocation's
+        unpaid share is (``relocation.buyout_share``)."""
+        own = self.config.relocation.moving_cost_usd.owner + self.structure_value_usd
+        return np.maximum(0.0, own - self.buyout_price_usd)
 
     def zeros(self) -> np.ndarray:
         """A zero per household."""
@@ -151,6 +165,11 @@ WORLD_EFFECTS: dict[str, WorldEffect] = {
         cost_usd=lambda b: money.relocation_cost_usd(
             b.config.relocation, b.structure_value_usd, b.owner),
         loss_if_flood_usd=lambda b: b.zeros()),
+    "buyout": WorldEffect(
+        EFFECTS["buyout"],
+        cost_usd=lambda b: np.broadcast_to(b.buyout_cost_usd(), b.owner.shape),
+        loss_if_flood_usd=lambda b: b.zeros(),
+        open_to=lambda b: np.broadcast_to(b.buyout_offered, b.owner.shape) & b.owner),
 }
 
 
@@ -198,6 +217,7 @@ class Executed:
         elevated: Elevated this year.
         insured: Holds a policy for next year (un-renewed policies lapse).
         relocated: Left the area this year.
+        bought_out: Sold the home to the buyout programme this year (and left).
     """
 
     premium_usd: np.ndarray
@@ -205,6 +225,7 @@ class Executed:
     elevated: np.ndarray
     insured: np.ndarray
     relocated: np.ndarray
+    bought_out: np.ndarray
 
 
 def execute(effects: Sequence[str], chosen: np.ndarray, cost_usd: np.ndarray,
@@ -223,4 +244,5 @@ def execute(effects: Sequence[str], chosen: np.ndarray, cost_usd: np.ndarray,
     leaves = mask(lambda t: t.leaves)
     return Executed(premium_usd=premium_usd, action_cost_usd=cost_usd - premium_usd,
                     elevated=mask(lambda t: t.elevates),
-                    insured=mask(lambda t: t.insures) & ~leaves, relocated=leaves)
+                    insured=mask(lambda t: t.insures) & ~leaves, relocated=leaves,
+                    bought_out=mask(lambda t: t.bought_out))

@@ -38,6 +38,7 @@ from governed_broker.memory.episodic import EpisodicStore
 from governed_broker.memory.household import HouseholdMemory
 from governed_broker.seeding import child_rng
 from governed_broker.sim import finance, money
+from governed_broker.sim.buyout import buyout_offers, eligible_for_buyout
 from governed_broker.sim.damage import damages_usd
 from governed_broker.sim.effects import OptionBatch, Priced, execute, price
 from governed_broker.sim.fastbuild import build
@@ -332,11 +333,13 @@ class FloodModel(mesa.Model):
         hh, c = self.hh, self.current
         owner = hh.is_owner[idx]
         c.subsidy_offered = self._subsidy_offers(idx)
+        c.buyout_offered, c.buyout_price_usd = self._buyout_offers(idx)
         batch = OptionBatch(
             self.config, self.damage_table, owner, hh.structure_value_usd[idx],
             hh.contents_value_usd[idx], hh.elevated[idx],
             self.hazard.typical_depth_m[hh.zone_index[idx]],
-            self.hazard.probability[hh.zone_index[idx]], subsidised=c.subsidy_offered)
+            self.hazard.probability[hh.zone_index[idx]], subsidised=c.subsidy_offered,
+            buyout_offered=c.buyout_offered, buyout_price_usd=c.buyout_price_usd)
         effects = {spec.effect for spec in self.domain.actions.values()}
         priced = {e: price(e, batch) for e in effects}
         placed = {e: np.zeros(len(idx), dtype=bool) for e in effects}
@@ -387,6 +390,27 @@ class FloodModel(mesa.Model):
         rng = child_rng(self.seed, "elevation_subsidy", self.year)
         return subsidy_offers(self.config.elevation, eligible, self.hh.income_usd[idx], rng)
 
+    def _buyout_offers(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Households offered a buyout this year and the price offered (``sim.buyout``): owners
+        with repetitive or substantial losses to whom an action that sells to the programme is
+        open; none without a programme."""
+        hh, programme = self.hh, self.config.buyout
+        offered, price = np.zeros(len(idx), dtype=bool), np.zeros(len(idx))
+        if programme is None:
+            return offered, price
+        may_sell = np.zeros(len(idx), dtype=bool)
+        for a, spec in self.domain.actions.items():
+            if traits_of(spec.effect).bought_out:
+                may_sell |= self._open_by_tenure(a, idx)
+        pre_flood = hh.structure_value_usd[idx] + hh.unrepaired_usd[idx]
+        eligible = may_sell & eligible_for_buyout(
+            programme, hh.is_owner[idx], hh.floods_experienced[idx],
+            self.current.damage_structure_usd, pre_flood)
+        price = programme.price_share * pre_flood
+        rng = child_rng(self.seed, "buyout", self.year)
+        offered = buyout_offers(programme, eligible, price, hh.income_usd[idx], rng)
+        return offered, np.where(offered, price, 0.0)
+
     def perception_phase(self) -> list[HouseholdSituation]:
         """3. One frozen situation per active household (agent-id order)."""
         c, hh, idx = self.current, self.hh, self.current.idx
@@ -404,6 +428,7 @@ class FloodModel(mesa.Model):
         depth = self.hazard.typical_depth_m[hh.zone_index[idx]].tolist()
         damage = c.typical_damage_usd.tolist()
         required = hh.insurance_required[idx].tolist()
+        offer = c.buyout_price_usd.tolist()
         room = finance.spending_room_usd(self.config.finance, hh.savings_usd[idx],
                                          hh.income_usd[idx], c.payment_due_usd).tolist()
         situations = []
@@ -417,6 +442,8 @@ class FloodModel(mesa.Model):
                               "typical_flood": {"depth_m": depth[j], "damage_usd": damage[j]},
                               "spending_room_usd": room[j],
                               "insurance_required": required[j],
+                              # only with an offer: situations without one stay as they were
+                              **({"buyout_offer_usd": offer[j]} if offer[j] else {}),
                           }, memory))
             situations.append(build(HouseholdSituation, fields))
         return situations
@@ -508,6 +535,7 @@ class FloodModel(mesa.Model):
         c.lender_placed = placed_m[rows, executed]
         c.subsidy_usd = np.where(done.elevated & c.subsidy_offered,
                                  money.elevation_grant_usd(self.config.elevation), 0.0)
+        c.buyout_usd = np.where(done.bought_out, c.buyout_price_usd, 0.0)
         hh.elevated[idx] |= done.elevated
         hh.insured[idx] = done.insured | c.lender_placed  # un-renewed insurance lapses
         hh.relocated[idx] |= done.relocated

@@ -61,6 +61,10 @@ class YearState:
         subsidy_offered: The elevation grant was offered this year (``sim.subsidy``;
             perception phase).
         subsidy_usd: Elevation grant paid this year (dollars; execution).
+        buyout_offered: The buyout programme offered to buy the home (``sim.buyout``;
+            perception phase).
+        buyout_price_usd: The price offered (dollars; 0 without an offer; perception phase).
+        buyout_usd: The price paid for a home sold to the programme (dollars; execution).
     """
 
     idx: np.ndarray
@@ -93,6 +97,9 @@ class YearState:
     lender_placed: np.ndarray = field(default_factory=_none)
     subsidy_offered: np.ndarray = field(default_factory=_none)
     subsidy_usd: np.ndarray = field(default_factory=_none)
+    buyout_offered: np.ndarray = field(default_factory=_none)
+    buyout_price_usd: np.ndarray = field(default_factory=_none)
+    buyout_usd: np.ndarray = field(default_factory=_none)
 
     @property
     def damage_usd(self) -> np.ndarray:

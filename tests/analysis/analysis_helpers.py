@@ -60,6 +60,8 @@ _DEFAULTS = {
     "could_protect": True,
     "subsidy_offered": False,
     "subsidy_usd": 0.0,
+    "buyout_offered": False,
+    "buyout_usd": 0.0,
     "action_cost_usd": 0.0,
     "premium_usd": 0.0,
     "elevated_after": False,

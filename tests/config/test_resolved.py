@@ -18,7 +18,8 @@ def test_the_resolved_experiment_carries_domain_hash_and_run_id(experiments) -> 
     experiment = resolve_experiment(config)
     assert experiment.config is config
     assert list(experiment.domain.actions) == ["do_nothing", "buy_insurance", "elevate_house",
-                                               "elevate_and_insure", "relocate"]
+                                               "elevate_and_insure", "relocate",
+                                               "accept_buyout"]
     assert experiment.config_hash == config_hash(config)
     assert experiment.run_id == f"demo-{experiment.config_hash[:12]}"
 

@@ -12,6 +12,8 @@ from governed_broker.contracts.decision import HouseholdSituation
 from governed_broker.sim import BaselineDecisionMaker, FloodModel
 
 ACTIONS = ("do_nothing", "buy_insurance", "elevate_house", "elevate_and_insure", "relocate")
+#: The domain's action that needs a buyout offer: priced, never open in these situations.
+NOT_OFFERED = {"accept_buyout": 0.0}
 
 
 def params(repo_root, **changes) -> BaselineParams:
@@ -39,12 +41,13 @@ def situation(agent_id=1, *, ysf=None, savings=50_000.0, prob=0.2, insured=False
         elevated=False, insured=insured, flooded=ysf == 0, depth_m=0.0, damage_usd=0.0,
         payout_usd=0.0, years_since_flood=ysf, floods_experienced=0 if ysf is None else 1,
         flood_probability=prob, neighbour_shares={"insured": 0, "elevated": 0, "relocated": 0},
-        action_costs_usd=dict(zip(ACTIONS, costs, strict=True)),
-        affordable={a: c <= savings for a, c in zip(ACTIONS, costs, strict=True)},
+        action_costs_usd=dict(zip(ACTIONS, costs, strict=True)) | NOT_OFFERED,
+        affordable={a: c <= savings for a, c in zip(ACTIONS, costs, strict=True)}
+        | {a: True for a in NOT_OFFERED},
         allowed_actions=allowed, trust_insurance=0.3, trust_neighbours=0.5, debt_usd=0.0,
         unrepaired_damage_usd=0.0,
-        extra={"loss_if_flood_usd": dict(zip(ACTIONS, loss, strict=True)),
-               "premium_usd": dict(zip(ACTIONS, premium, strict=True)),
+        extra={"loss_if_flood_usd": dict(zip(ACTIONS, loss, strict=True)) | NOT_OFFERED,
+               "premium_usd": dict(zip(ACTIONS, premium, strict=True)) | NOT_OFFERED,
                "spending_room_usd": max(savings, 0.0)},
     )
 
