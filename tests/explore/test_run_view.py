@@ -26,7 +26,7 @@ def test_a_running_run_is_read_up_to_its_last_complete_year(tmp_path: Path,
     assert set(view.agents["year"]) == {1, 2}
     assert {year for _, year in view.decisions} == {1, 2}
     assert list(view.actions) == ["do_nothing", "buy_insurance", "elevate_house",
-                                  "elevate_and_insure", "relocate"]
+                                  "elevate_and_insure", "relocate", "accept_buyout"]
     layout = household_layout(view)  # no config.yaml yet: drawn by zone
     assert layout.kind == "zones" and set(layout.positions) == set(range(1, 9))
     assert view.current_stamp() == view.stamp

@@ -11,6 +11,7 @@ import pytest
 
 from governed_broker.broker.factory import build_context
 from governed_broker.config.damage import load_damage_table
+from governed_broker.contracts.effects import traits_of
 from governed_broker.sim import finance, money
 from governed_broker.sim.damage import damages_usd
 from governed_broker.validity.battery import derive, load_battery
@@ -41,7 +42,8 @@ def test_prices_damage_and_probability_come_from_the_experiment(scripted_experim
                            np.array([base.contents_value_usd]))
     assert situation.damage_usd == pytest.approx(float(d_s[0] + d_c[0]))
     assert situation.flood_probability == config.hazard.zones["high"].annual_probability
-    assert situation.allowed_actions == tuple(experiment.domain.actions)
+    # every action but the buyout, which needs a programme's offer
+    assert situation.allowed_actions == _open_actions(experiment)
 
 
 def test_price_factors_affordability_and_elevation(scripted_experiment) -> None:
@@ -97,9 +99,16 @@ def test_reversed_order_changes_only_the_listing(scripted_experiment) -> None:
     order = tuple(reversed(experiment.domain.actions))
     plain, reversed_ = _prompt(experiment, base), _prompt(experiment, base, order)
     assert plain != reversed_
+    listed = _open_actions(experiment)
     assert sorted(plain.splitlines()) == sorted(
-        line.replace(", ".join(order), ", ".join(experiment.domain.actions))
+        line.replace(", ".join(reversed(listed)), ", ".join(listed))
         for line in reversed_.splitlines())
+
+
+def _open_actions(experiment) -> tuple[str, ...]:
+    """The domain's actions a vignette household may take (no buyout offer in a vignette)."""
+    return tuple(a for a, spec in experiment.domain.actions.items()
+                 if not traits_of(spec.effect).bought_out)
 
 
 def test_memories_follow_the_history_and_the_engine(scripted_experiment) -> None:
