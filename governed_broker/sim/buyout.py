@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from governed_broker.config.world import BuyoutConfig
+from governed_broker.sim.allocation import allocation_order
 
 
 def eligible_for_buyout(config: BuyoutConfig, owner: np.ndarray, floods: np.ndarray,
@@ -51,11 +52,7 @@ def buyout_offers(config: BuyoutConfig, eligible: np.ndarray, price_usd: np.ndar
     eligible = np.asarray(eligible, dtype=bool)
     if config.annual_budget_usd is None:
         return eligible.copy()
-    candidates = np.flatnonzero(eligible)
-    if config.allocation == "first_come":
-        queue = rng.permutation(candidates)
-    else:
-        queue = candidates[np.argsort(np.asarray(income_usd)[candidates], kind="stable")]
+    queue = allocation_order(eligible, income_usd, config.allocation, rng)
     offered = np.zeros(len(eligible), dtype=bool)
     left = config.annual_budget_usd
     for i, price in zip(queue.tolist(), np.asarray(price_usd)[queue].tolist(), strict=True):

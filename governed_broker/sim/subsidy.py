@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from governed_broker.config.world import ElevationConfig
+from governed_broker.sim.allocation import allocation_order
 from governed_broker.sim.money import elevation_grant_usd
 
 
@@ -52,11 +53,7 @@ def subsidy_offers(elev: ElevationConfig, eligible: np.ndarray, income_usd: np.n
     slots = grants_funded(elev)
     if slots is None:
         return eligible.copy()
-    candidates = np.flatnonzero(eligible)
-    if elev.subsidy_allocation == "first_come":
-        queue = rng.permutation(candidates)
-    else:
-        queue = candidates[np.argsort(np.asarray(income_usd)[candidates], kind="stable")]
+    queue = allocation_order(eligible, income_usd, elev.subsidy_allocation, rng)
     offered = np.zeros(len(eligible), dtype=bool)
     offered[queue[:slots]] = True
     return offered
