@@ -395,9 +395,8 @@ class FloodModel(mesa.Model):
         with repetitive or substantial losses to whom an action that sells to the programme is
         open; none without a programme."""
         hh, programme = self.hh, self.config.buyout
-        offered, price = np.zeros(len(idx), dtype=bool), np.zeros(len(idx))
         if programme is None:
-            return offered, price
+            return np.zeros(len(idx), dtype=bool), np.zeros(len(idx))
         may_sell = np.zeros(len(idx), dtype=bool)
         for a, spec in self.domain.actions.items():
             if traits_of(spec.effect).bought_out:
@@ -406,10 +405,10 @@ class FloodModel(mesa.Model):
         eligible = may_sell & eligible_for_buyout(
             programme, hh.is_owner[idx], hh.floods_experienced[idx],
             self.current.damage_structure_usd, pre_flood)
-        price = programme.price_share * pre_flood
+        offer_usd = programme.price_share * pre_flood
         rng = child_rng(self.seed, "buyout", self.year)
-        offered = buyout_offers(programme, eligible, price, hh.income_usd[idx], rng)
-        return offered, np.where(offered, price, 0.0)
+        offered = buyout_offers(programme, eligible, offer_usd, hh.income_usd[idx], rng)
+        return offered, np.where(offered, offer_usd, 0.0)
 
     def perception_phase(self) -> list[HouseholdSituation]:
         """3. One frozen situation per active household (agent-id order)."""
