@@ -3,6 +3,8 @@ one entry in ``contracts.effects.EFFECTS`` plus one in ``sim.effects.WORLD_EFFEC
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -112,3 +114,17 @@ def test_an_unknown_effect_is_a_configuration_error(experiments, tmp_path, repo_
     data["agent_types"] = str(_domain_with_floodproofing(repo_root, tmp_path))
     with pytest.raises(ConfigError, match="unknown effect 'floodproof'; known: none, insure"):
         experiments.config(data=data)
+
+
+def test_a_buyout_is_open_only_with_an_offer_and_costs_the_move_plus_value_not_paid(
+        experiments) -> None:
+    batch = dataclasses.replace(_batch(experiments, [False, False, False]),
+                                buyout_offered=np.array([True, True, False]),
+                                buyout_price_usd=np.array([200_000.0, 300_000.0, 0.0]))
+    sold = price("buyout", batch)
+    assert sold.open_to.tolist() == [True, True, False]
+    # $250,000 home, $10,000 move (baseline.yaml): a $200,000 price leaves $60,000 to pay;
+    # a $300,000 pre-flood price covers the home and the move
+    np.testing.assert_allclose(sold.cost_usd[:2], [60_000.0, 0.0])
+    np.testing.assert_allclose(sold.loss_usd, 0.0)
+    assert sold.premium_usd.tolist() == [0.0, 0.0, 0.0]
