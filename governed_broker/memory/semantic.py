@@ -11,6 +11,7 @@ inheritance along ``is_a`` edges.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,21 @@ class SemanticMemory:
     # ----------------------------------------------------------------------------- loading
     @classmethod
     def from_yaml(cls, path: str | Path = DEFAULT_CONCEPTS) -> SemanticMemory:
-        """Load concepts and relations; problems raise ``ConfigError`` naming the entry."""
+        """Load concepts and relations; problems raise ``ConfigError`` naming the entry.
+
+        A file is parsed once per version (its path, size and modification time; a run builds
+        a world memory per validity vignette, each of which loads it): every call returns an
+        independent copy of the parsed graph (copy on write).
+        """
         path = Path(path)
+        try:
+            stat = path.resolve().stat()
+        except OSError:
+            return cls._parse(path)  # raises the ConfigError that says what is missing
+        return _parsed(path.resolve(), stat.st_mtime_ns, stat.st_size).copy()
+
+    @classmethod
+    def _parse(cls, path: Path) -> SemanticMemory:
         data = read_yaml(path, "knowledge graph (memory.concepts_file)")
         if not isinstance(data, dict) or set(data) - {"concepts", "relations"}:
             raise ConfigError(f"{path}: expected a mapping with keys 'concepts' and 'relations'")
@@ -220,3 +234,10 @@ class SemanticMemory:
         for source, relation, target, year, evidence in changes:
             self.add_fact(source, relation, target, year=year, evidence=evidence)
         self._learned_since = []
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(path: Path, mtime_ns: int, size: int) -> SemanticMemory:
+    """The parsed concepts file of this version (``SemanticMemory.from_yaml``; never handed out
+    itself, only copies)."""
+    return SemanticMemory._parse(path)

@@ -100,3 +100,23 @@ def test_copies_share_the_graph_until_one_learns() -> None:
     assert [f["target"] for f in a.learned_facts()] == ["flood_damage", "river_flood"]
     graph.add_concept("levee", "measure")  # the original writes to its own graph too
     assert "levee" not in b.graph and "levee" in graph.graph
+
+
+def test_a_concepts_file_is_parsed_once_per_version_and_each_load_is_independent(tmp_path):
+    import os
+
+    path = tmp_path / "concepts.yaml"
+    path.write_text("concepts:\n  flood: {type: hazard}\n  home: {type: asset}\nrelations: []\n")
+    first, second = SemanticMemory.from_yaml(path), SemanticMemory.from_yaml(path)
+    first.add_relation("home", "experienced", "flood")
+    assert first.related("home", "experienced") and not second.related("home", "experienced")
+    assert not SemanticMemory.from_yaml(path).related("home", "experienced")
+    # an edited file is read again
+    path.write_text("concepts:\n  flood: {type: hazard}\n  levee: {type: measure}\n"
+                    "relations: []\n")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    edited = SemanticMemory.from_yaml(path)
+    assert "levee" in edited.graph and "home" not in edited.graph
+    with pytest.raises(ConfigError):
+        SemanticMemory.from_yaml(tmp_path / "missing.yaml")
