@@ -59,7 +59,7 @@ MEMORY_LOG = f"{CHECKPOINT_DIR}/memory.jsonl"
 #: Files a run appends to while it runs (the outputs and the memory log); their sizes are
 #: recorded per checkpoint.
 TRACKED_FILES = ("agents_yearly.csv", "model_yearly.csv", "decisions.jsonl", "reflections.jsonl",
-                 "cohorts.jsonl", MEMORY_LOG)
+                 "cohorts.jsonl", "institutions_yearly.csv", "institutions.jsonl", MEMORY_LOG)
 #: Version of the checkpoint layout; a checkpoint of another one is not resumed.
 FORMAT = 2
 #: Written last into a checkpoint: the sha256 of its other files.

@@ -36,7 +36,7 @@ RUN_FILES = frozenset({
     "decisions.jsonl", "reflections.jsonl", "cohorts.jsonl", "memory.sqlite", "llm_calls.sqlite",
     "memory.sqlite-wal", "memory.sqlite-shm", "memory.sqlite-journal",
     "llm_calls.sqlite-wal", "llm_calls.sqlite-shm", "llm_calls.sqlite-journal",
-    "validity_card.json",
+    "validity_card.json", "institutions_yearly.csv", "institutions.jsonl",
 })
 #: Folders a run writes (``checkpoints`` only while unfinished).
 RUN_FOLDERS = frozenset({"memories", "checkpoints"})

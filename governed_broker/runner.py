@@ -19,8 +19,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -41,7 +41,10 @@ from governed_broker.config.base import ConfigError
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import dump_resolved
 from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
+from governed_broker.contracts.columns import INSTITUTIONS_YEARLY, names
 from governed_broker.contracts.decision import DecisionMaker
+from governed_broker.contracts.institutions import InstitutionMaker
+from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.run_dir import (
     TMP_PREFIX,
     RunLock,
@@ -106,6 +109,24 @@ def build_decision_maker(experiment: ResolvedExperiment, run_dir: Path) -> Decis
     return build_llm(experiment, run_dir)
 
 
+def build_institution_makers(experiment: ResolvedExperiment, run_dir: Path,
+                             household_maker: DecisionMaker) -> dict[str, InstitutionMaker]:
+    """The LLM makers of the institutions an LLM decides for (none: rule makers only, which
+    the world builds itself)."""
+    inst = experiment.config.institutions
+    if inst is None or not inst.llm_makers:
+        return {}
+    from governed_broker.broker.institutions import build_institution_makers as build_llm
+
+    return build_llm(experiment, run_dir, household_maker)
+
+
+#: Files of the institutions' outputs (runs with ``institutions:``).
+INSTITUTIONS_CSV = "institutions_yearly.csv"
+INSTITUTIONS_AUDIT = "institutions.jsonl"
+INSTITUTION_COLUMNS = names(INSTITUTIONS_YEARLY)
+
+
 def run_experiment(
     config: ExperimentConfig,
     out_dir: str | Path,
@@ -165,22 +186,33 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
     else:
         rewind_outputs(work, ckpt)
     started, t0 = _now(), time.perf_counter()
+    institution_makers: dict[str, InstitutionMaker] = {}
+    maker = None
     try:
         maker = decision_maker or build_decision_maker(experiment, work)
+        institution_makers = build_institution_makers(experiment, work, maker)
     except BaseException:
+        for built in [*institution_makers.values(), *([maker] if maker is not None else [])]:
+            built.close()
         if fresh:
             shutil.rmtree(work)  # a run that could not start leaves nothing behind
         raise
     try:
         model, rows = _simulate(experiment, maker, work, ckpt, verified,
-                                progress and config.outputs.progress)
+                                progress and config.outputs.progress, institution_makers)
         llm = maker.provenance()
+        institutions = (None if model.institutions is None
+                        else model.institutions.provenance())
     finally:
+        for built in institution_makers.values():  # before the household maker: they may
+            built.close()                            # share its LLM backend
         maker.close()
     seconds = time.perf_counter() - t0
     manifest = _manifest(config, chash, maker, started, seconds, model, rows)
     manifest["resumed_from_year"] = None if ckpt is None else ckpt.year
     manifest["llm"] = llm
+    if institutions is not None:
+        manifest["institutions"] = institutions
     manifest["validity"] = gate.record
     if gate.card_text is not None:
         write_atomic(work / gate.CARD_FILE, gate.card_text)
@@ -270,22 +302,35 @@ def _resumable(work: Path, chash: str,
 def _simulate(
     experiment: ResolvedExperiment, maker: DecisionMaker, work: Path,
     ckpt: Checkpoint | None, verified: Verified | None, progress: bool,
+    institution_makers: Mapping[str, InstitutionMaker] | None = None,
 ) -> tuple[FloodModel, int]:
     from tqdm import tqdm
 
     config = experiment.config
-    model = FloodModel(config, maker, agent_types=experiment.domain, run_dir=work)
+    model = FloodModel(config, maker, agent_types=experiment.domain, run_dir=work,
+                       institutions_domain=experiment.institutions,
+                       institution_makers=institution_makers)
     rows, mode = 0, "w"
     checkpoints = CheckpointWriter(work, experiment.config_hash, verified)
     if ckpt is not None:
         restore(model, ckpt)
         rows, mode = ckpt.rows, "a"
-    with (_collector_tuned(),
-          open(work / "agents_yearly.csv", mode, encoding="utf-8", newline="") as agents_f,
-          open(work / "model_yearly.csv", mode, encoding="utf-8", newline="") as model_f):
+    with ExitStack() as files:
+        files.enter_context(_collector_tuned())
+        agents_f, model_f = (files.enter_context(open(work / name, mode, encoding="utf-8",
+                                                      newline=""))
+                             for name in ("agents_yearly.csv", "model_yearly.csv"))
+        inst_f = audit = None
+        if model.institutions is not None:
+            inst_f = files.enter_context(open(work / INSTITUTIONS_CSV, mode, encoding="utf-8",
+                                              newline=""))
+            audit = JsonlWriter(work / INSTITUTIONS_AUDIT)
+            files.callback(audit.close)
         if ckpt is None:
             agents_f.write(",".join(AGENT_COLUMNS) + "\n")
             model_f.write(",".join(model.model_columns) + "\n")
+            if inst_f is not None:
+                inst_f.write(",".join(INSTITUTION_COLUMNS) + "\n")
         bar = tqdm(range(model.year, config.years), desc=config.name, unit="year",
                    initial=model.year, total=config.years,
                    disable=not (progress and sys.stderr.isatty()))
@@ -296,6 +341,11 @@ def _simulate(
             model_f.write(format_row(model.model_columns, model.last_model_row))
             agents_f.flush()
             model_f.flush()
+            if inst_f is not None:
+                inst_f.write(format_row(INSTITUTION_COLUMNS, model.last_institution_row))
+                inst_f.flush()
+                audit.write_many({"run_id": experiment.run_id, **r}
+                                 for r in model.institutions.records)
             rows += len(cols["agent_id"])
             checkpoints.write(model, rows)
     if model.world_memory is not None:

@@ -132,6 +132,12 @@ class GovernedBroker:
         self._audit = JsonlWriter(audit_path) if audit_path is not None else None
         self._loop = LoopThread()
 
+    @property
+    def loop(self) -> LoopThread:
+        """The event loop the backend's requests run on (the institutions' LLM makers share
+        it with the backend)."""
+        return self._loop
+
     # -- DecisionMaker API ------------------------------------------------------------------
     def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         """Decide for every household of one year (concurrently); results in input order."""

@@ -17,6 +17,7 @@ from governed_broker.config.base import StrictModel
 from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
 from governed_broker.config.calibration import CalibrationConfig
 from governed_broker.config.cohort import CohortConfig
+from governed_broker.config.institutions import InstitutionsConfig
 from governed_broker.config.limits import RunLimits
 from governed_broker.config.llm import LLMConfig
 from governed_broker.config.memory import MemoryConfig
@@ -72,6 +73,8 @@ class ExperimentConfig(StrictModel):
         sweep: The parameter sweep built on this experiment (``governed-broker sweep``).
         calibration: The targets ``governed-broker calibrate`` scores the sweep against.
         policy_change: Policy settings in force from a later year (``config.policy``).
+        institutions: A government and an insurer that set the policy levers each year before
+            the households decide (``config.institutions``; absent: the settings hold).
     """
 
     name: str = Field(
@@ -106,6 +109,7 @@ class ExperimentConfig(StrictModel):
     sweep: SweepConfig | None = None
     calibration: CalibrationConfig | None = None
     policy_change: PolicyChangeConfig | None = None
+    institutions: InstitutionsConfig | None = None
 
     @field_validator("name")
     @classmethod
@@ -134,12 +138,21 @@ class ExperimentConfig(StrictModel):
         """
         if self.policy_change is None:
             return self
-        names = {k.split(".")[0] for k in self.policy_change.settings}
+        return self.with_settings(self.policy_change.settings)
+
+    def with_settings(self, settings: dict[str, Any]) -> ExperimentConfig:
+        """The experiment with policy settings (dotted paths of ``config.policy``, e.g.
+        ``{"insurance.loading": 1.2}``) changed: a policy change, or the levers institutions
+        put in force for a year. The changed sections are validated again.
+
+        Raises:
+            ValueError: a changed setting the section does not accept.
+        """
+        names = {k.split(".")[0] for k in settings}
         sections = {name: getattr(self, name) for name in names}
         models = {name: _section_model(type(self).model_fields[name].annotation)
                   for name in names}
-        return self.model_copy(update=apply_settings(sections, models,
-                                                     self.policy_change.settings))
+        return self.model_copy(update=apply_settings(sections, models, settings))
 
     #: Directory that relative paths are resolved against (the experiment file's folder).
     _base_dir: Path | None = PrivateAttr(default=None)

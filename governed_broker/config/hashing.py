@@ -7,8 +7,9 @@ hazard schedule, prompt templates, knowledge documents, concepts graph, scripted
 Settings that cannot change the outputs are left out (``OPERATIONAL``): the ``sweep`` block
 (it describes the ensemble, not the run), ``calibration`` (the targets runs are scored against),
 ``limits`` (confirmation thresholds), ``validity`` (whether a run may start, not what it
-writes), ``cohort`` when it is off and ``policy_change`` when there is none (runs hash as they
-did before either existed), the progress bar, and how the LLM is reached and waited for (hosts,
+writes), ``cohort`` when it is off and the settings of ``ADDED_LATER`` at their neutral value
+(no ``policy_change``, no ``institutions``, no community discount: runs hash as they did before
+these existed), the progress bar, and how the LLM is reached and waited for (hosts,
 timeouts, transport retries and their back-off, patience, health checks, model pulls, Ollama's
 keep-alive): following a timeout error's advice to raise ``llm.timeout_s`` must not make a
 partial run impossible to resume.
@@ -35,10 +36,16 @@ def input_paths(config: ExperimentConfig) -> dict[str, Path]:
     ]
     if config.memory.engine != "none":
         named += [config.memory.concepts_file, config.memory.texts_file]
+    institutions = config.institutions
+    if institutions is not None:
+        named.append(institutions.domain)
+        if institutions.llm_makers:
+            named.append(institutions.prompts)
+    if config.llm is not None and (config.decision.maker == "llm" or (
+            institutions is not None and institutions.llm_makers)):
+        named.append(config.llm.script)
     if config.decision.maker == "llm":
         named.append(config.governance.context.prompts_dir)
-        if config.llm is not None:
-            named.append(config.llm.script)
         if config.rag.enabled:
             named += [config.rag.knowledge_dir, config.rag.topics_file]
     return {str(p): config.resolve_path(p) for p in named if p is not None}
@@ -71,6 +78,16 @@ OPERATIONAL: dict[str, tuple[str, ...] | None] = {
 }
 
 
+#: Settings added after runs were first made, at the value that does what runs did before they
+#: existed: left out of the hash at that value, so earlier runs keep their identity (resumable
+#: partial runs, finished sweep runs).
+ADDED_LATER: dict[tuple[str, ...], object] = {
+    ("policy_change",): None,
+    ("institutions",): None,
+    ("insurance", "crs_discount"): 0.0,
+}
+
+
 def run_settings(config: ExperimentConfig) -> dict:
     """The settings that identify a run: everything but ``OPERATIONAL``."""
     settings = config.model_dump(mode="json")
@@ -82,8 +99,13 @@ def run_settings(config: ExperimentConfig) -> dict:
                 settings[section].pop(key, None)
     if not settings.get("cohort", {}).get("enabled"):
         settings.pop("cohort", None)  # off: runs hash as they did before cohort mode existed
-    if settings.get("policy_change") is None:
-        settings.pop("policy_change", None)  # none: runs hash as they did before it existed
+    for path, default in ADDED_LATER.items():
+        *parents, key = path
+        node = settings
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and key in node and node[key] == default:
+            del node[key]
     return settings
 
 

@@ -23,6 +23,11 @@ from governed_broker.config.claims import load_claims
 from governed_broker.config.cost import check_run_limits
 from governed_broker.config.damage import load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
+from governed_broker.config.institutions import (
+    INSTITUTION_TEMPLATE_EXTRAS,
+    INSTITUTION_TEMPLATES,
+    InstitutionsDomain,
+)
 from governed_broker.config.memory import MEMORY_TEXTS
 from governed_broker.config.templates import load_templates
 from governed_broker.config.validation import allowed_keys, child_annotation, validate_model
@@ -126,6 +131,16 @@ def load_agent_types(path: str | Path) -> AgentTypesConfig:
     """
     path = Path(path)
     return validate_model(AgentTypesConfig, read_yaml(path), path)
+
+
+def load_institutions(path: str | Path) -> InstitutionsDomain:
+    """Load and validate the institutions' domain file (``institutions.yaml``).
+
+    Raises:
+        ConfigError: missing file, malformed YAML or invalid content.
+    """
+    path = Path(path)
+    return validate_model(InstitutionsDomain, read_yaml(path), path)
 
 
 def read_experiment_yaml(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
@@ -234,12 +249,48 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
         check_fixed_schedule(config, source, pop_zones)
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
+    if config.institutions is not None:
+        check_institutions(config, source)
     if config.cohort.enabled and config.decision.maker != "llm":
         raise ConfigError(f"{source}: field 'cohort.enabled': cohort mode groups the LLM's "
                           f"conversations; decision.maker is {config.decision.maker!r}")
     check_input_files(config, source)
     # the population was counted above: the cost estimate need not read the CSV again
     check_run_limits(config, source, households=len(frame) if config.population.file else None)
+
+
+def check_institutions(config: ExperimentConfig, source: Path) -> None:
+    """The institutions' domain and prompts load, an LLM maker has an ``llm:`` section, and no
+    policy change sets what an institution decides each year."""
+    inst = config.institutions
+    assert inst is not None
+    domain = _field(source, "institutions.domain",
+                    lambda: load_institutions(config.resolve_path(inst.domain)))
+    for name in inst.llm_makers:
+        if config.llm is None:
+            raise ConfigError(f"{source}: field 'institutions.{name}.maker': 'llm' needs an "
+                              "'llm:' section")
+    if inst.llm_makers:
+        _field(source, "institutions.prompts", lambda: load_templates(
+            config.resolve_path(inst.prompts), INSTITUTION_TEMPLATES,
+            INSTITUTION_TEMPLATE_EXTRAS, setting="institutions.prompts"))
+    decided = {lever.setting: name for name in ("government", "insurer")
+               for lever in domain.of(name).levers.values()}
+    sections = {s: getattr(config, s.split(".")[0]) for s in decided}
+    starts = {s: float(v) for s, section in sections.items() if section is not None
+              and (v := getattr(section, s.split(".")[1])) is not None}
+    problems = domain.start_problems(starts)
+    if problems:
+        raise ConfigError(f"{source}: field 'institutions': the experiment's starting levers "
+                          f"break the limits of {config.institutions.domain}: "
+                          + "; ".join(problems))
+    change = config.policy_change
+    for key in (change.settings if change is not None else {}):
+        if key in decided:
+            raise ConfigError(
+                f"{source}: field 'policy_change.settings': {key!r} is set each year by the "
+                f"{decided[key]} (institutions.{decided[key]}); change the {decided[key]}'s "
+                "settings or rules instead")
 
 
 def _field(source: Path, field: str, read: typing.Callable[[], Any]) -> Any:

@@ -33,6 +33,7 @@ POLICY_SETTINGS: tuple[str, ...] = (
     "insurance.deductible_structure_usd",
     "insurance.deductible_contents_usd",
     "insurance.payout_share",
+    "insurance.crs_discount",
     "elevation.subsidy_share",
     "elevation.subsidy_budget_usd",
     "elevation.subsidy_allocation",
@@ -45,6 +46,10 @@ POLICY_SETTINGS: tuple[str, ...] = (
     "buyout.allocation",
     "finance.aid.probability",
     "finance.aid.max_grant_usd",
+    "institutions.government.appropriation_per_household_usd",
+    "institutions.government.post_disaster_share",
+    "institutions.government.buyout_share_of_funds",
+    "institutions.insurer.target_loss_ratio",
 )
 
 

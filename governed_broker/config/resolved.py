@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.hashing import config_hash
-from governed_broker.config.loader import load_agent_types
+from governed_broker.config.institutions import InstitutionsDomain
+from governed_broker.config.loader import load_agent_types, load_institutions
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,13 @@ class ResolvedExperiment:
         domain: The parsed ``agent_types`` file (actions, PMT labels, rules, memory).
         config_hash: Hex sha256 of the run-relevant settings and input file contents
             (``governed_broker.config.hashing.config_hash``).
+        institutions: The parsed institutions' domain (None: the experiment has none).
     """
 
     config: ExperimentConfig
     domain: AgentTypesConfig
     config_hash: str
+    institutions: InstitutionsDomain | None = None
 
     @property
     def run_id(self) -> str:
@@ -47,4 +50,6 @@ def resolve_experiment(config: ExperimentConfig) -> ResolvedExperiment:
         ConfigError: The ``agent_types`` file no longer validates (it was checked at load).
     """
     domain = load_agent_types(config.resolve_path(config.agent_types))
-    return ResolvedExperiment(config, domain, config_hash(config))
+    institutions = (None if config.institutions is None
+                    else load_institutions(config.resolve_path(config.institutions.domain)))
+    return ResolvedExperiment(config, domain, config_hash(config), institutions)

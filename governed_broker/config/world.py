@@ -385,8 +385,9 @@ class InsuranceConfig(StrictModel):
     the manner of FEMA's Risk Rating 2.0: the expected annual claim, the annual chance of a
     flood in the home's zone times what the policy would pay for a typical flood of the zone
     at the home's first-floor height (raised by ``elevation.height_m`` when elevated). Either
-    is multiplied by ``loading`` and ``fee_usd`` is added; the rates stay in the file as the
-    legacy arm of a comparison (``sim.money.premium_usd``).
+    is multiplied by ``loading``, reduced by the community discount ``crs_discount`` and
+    ``fee_usd`` is added; the rates stay in the file as the legacy arm of a comparison
+    (``sim.money.premium_usd``).
     """
 
     source: Source
@@ -399,6 +400,10 @@ class InsuranceConfig(StrictModel):
         "legacy pricing: dollars per $1,000 of contents coverage"))
     loading: float = Field(default=1.0, gt=0.0, le=100.0, description=(
         "multiplies the rated premium (either pricing) before the fee"))
+    crs_discount: Share = Field(default=0.0, description=(
+        "community discount (Community Rating System-style) off the loaded premium, before "
+        "the fee; 0.05 a class, at most 0.45 at class 1 (set each year by an insurer "
+        "institution when there is one)"))
     fee_usd: Money = 0.0
     limit_structure_usd: Money
     limit_contents_usd: Money

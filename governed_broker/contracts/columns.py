@@ -1,4 +1,5 @@
-"""The output column table: every column of ``agents_yearly.csv`` and ``model_yearly.csv``.
+"""The output column table: every column of ``agents_yearly.csv``, ``model_yearly.csv`` and
+``institutions_yearly.csv``.
 
 Declared once here (name, kind, unit, decimals, meaning, whether it may be empty), and used by
 the writer (column order, float decimals), the analysis loaders (dtypes, required and nullable
@@ -194,7 +195,47 @@ def names(columns: Sequence[Column]) -> tuple[str, ...]:
     return tuple(c.name for c in columns)
 
 
+#: ``institutions_yearly.csv`` (runs with ``institutions:``): one row per year, after the
+#: year's accounts are settled. The lever columns are the world settings the institutions set
+#: (``config.institutions.LEVER_SETTINGS``), empty when the lever does not exist that year.
+INSTITUTIONS_YEARLY: tuple[Column, ...] = (
+    Column("year", "int", "year", "simulation year"),
+    _text("government_maker", "-", "`rule` or the government's LLM maker"),
+    _text("government_status", "-", "`rule`, `approved`, `retry_approved`, `rejected` (the "
+          "fallback was put in force), `parse_failed`"),
+    _unit("subsidy_share", "share of an elevation's cost an elevation grant pays"),
+    _usd("subsidy_budget_usd", "money the government committed to elevation grants"),
+    Column("buyout_budget_usd", "float", "USD", "money the government committed to buyouts "
+           "(empty without a buyout programme)", decimals=2, nullable=True),
+    _usd("funds_available_usd", "balance carried over + appropriation + post-disaster funds"),
+    _usd("appropriation_usd", "this year's appropriation to the fund"),
+    _usd("post_disaster_funds_usd", "post-disaster mitigation funds (a share of last year's "
+         "disaster aid)"),
+    _count("grants_offered", "elevation grants offered"),
+    _count("grants_paid", "elevation grants paid (offered households that elevated)"),
+    _usd("grants_paid_usd", "money paid in elevation grants (at most subsidy_budget_usd)"),
+    _count("buyouts_offered", "buyout offers made"),
+    _count("buyouts_accepted", "homes bought out"),
+    _usd("buyouts_paid_usd", "money paid for buyouts (at most buyout_budget_usd)"),
+    _usd("balance_end_usd", "fund balance carried over to next year"),
+    _text("insurer_maker", "-", "`rule` or the insurer's LLM maker"),
+    _text("insurer_status", "-", "as government_status"),
+    _unit("loading", "multiplier on every rated premium", unit="factor"),
+    _unit("crs_discount", "community discount off every premium"),
+    _count("policies_in_force", "policies in force during this year's flood"),
+    _usd("claims_usd", "claims paid this year"),
+    _count("n_claims", "claims paid this year (policies with a payout)"),
+    _usd("premiums_written_usd", "premiums written this year (cover for next year)"),
+    _count("policies_written", "policies written this year"),
+    _unit("loss_ratio", "claims this year / premiums written last year (empty: none written)",
+          unit="ratio", nullable=True),
+    _unit("experience_loss_ratio", "claims / premiums over the insurer's experience window "
+          "(empty: no premium written yet)", unit="ratio", nullable=True),
+    _usd("reserves_end_usd", "insurer's reserves at the end of the year"),
+)
+
 #: Decimals by column name for columns written from float values, for the CSV writer.
 FLOAT_DECIMALS: dict[str, int] = {
-    c.name: c.decimals for c in AGENT_YEARLY + MODEL_YEARLY_FIXED if c.decimals is not None
+    c.name: c.decimals for c in AGENT_YEARLY + MODEL_YEARLY_FIXED + INSTITUTIONS_YEARLY
+    if c.decimals is not None
 }

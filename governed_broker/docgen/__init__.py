@@ -9,7 +9,8 @@ A page under ``docs/`` marks a generated section with two HTML comments::
 ``python -m governed_broker.docgen`` rewrites every marked section from ``SECTIONS``;
 ``python -m governed_broker.docgen --check`` only compares and exits 1 naming each page and
 section that differs (the test suite runs the same comparison). The sections are the output
-column tables (``contracts/columns.py``), the configuration reference (the pydantic models of
+column tables (``contracts/columns.py``), the facts institutions observe and the rules of the
+shipped ``institutions.yaml``, the configuration reference (the pydantic models of
 ``config/``), the registries of LLM backends, memory engines and hazard modes, the worked
 decision example (``worked_example.py``: the real broker with a scripted model), and the ODD+D
 page's parameter table (every sourced section of ``experiments/baseline.yaml``) and action
@@ -35,7 +36,13 @@ from governed_broker.config import llm as llm_config
 from governed_broker.config import memory as memory_config
 from governed_broker.config import world as world_config
 from governed_broker.config.experiment import ExperimentConfig
-from governed_broker.contracts.columns import AGENT_YEARLY, MODEL_YEARLY_FIXED, Column
+from governed_broker.contracts.columns import (
+    AGENT_YEARLY,
+    INSTITUTIONS_YEARLY,
+    MODEL_YEARLY_FIXED,
+    Column,
+)
+from governed_broker.contracts.institutions import FACTS
 from governed_broker.docgen.worked_example import worked_example
 
 #: Repository root (the documentation is not part of the installed package).
@@ -247,6 +254,49 @@ def action_table(path: Path = REPO_ROOT / "agent_types.yaml") -> str:
 
 
 # ------------------------------------------------------------------------------------------------
+# institutions: what each observes, the rules of the shipped domain
+# ------------------------------------------------------------------------------------------------
+
+def fact_table() -> str:
+    """The facts each institution observes (``contracts.institutions.FACTS``)."""
+    rows = ["| institution | fact | unit | may be empty | meaning |", "|---|---|---|---|---|"]
+    for name, facts in FACTS.items():
+        rows += [f"| {name} | `{f.name}` | {f.unit} | {'yes' if f.nullable else ''} | "
+                 f"{_cell(f.meaning)} |" for f in facts]
+    return "\n".join(rows) + "\n"
+
+
+def institution_rule_table(path: Path = REPO_ROOT / "institutions.yaml") -> str:
+    """The levers and rules of the shipped institutions' domain."""
+    from governed_broker.config.loader import load_institutions
+
+    domain = load_institutions(path)
+    rows = ["| institution | rule | kind | levers | limit | strict / relaxed | source |",
+            "|---|---|---|---|---|---|---|"]
+    for name in ("government", "insurer"):
+        for rule in domain.of(name).rules:
+            per = " of last year's" if rule.relative else ""
+            limit = {
+                "range": f"{_or(rule.min, 'no minimum')} .. {_or(rule.max, 'no maximum')}",
+                "max_change": f"up {_or(rule.max_increase, 'unbounded', per)}, down "
+                              f"{_or(rule.max_decrease, 'unbounded', per)}",
+                "multiple_of": f"steps of {rule.step}",
+                "total_within": f"sum <= `{rule.fact}`",
+                "direction": f"`{rule.fact}` {rule.test.model_dump(exclude_none=True)}, "
+                             f"lever {rule.change}" if rule.test else "",
+            }[rule.kind]
+            rows.append(f"| {name} | `{rule.id}` | {rule.kind} | "
+                        f"{', '.join(f'`{lv}`' for lv in rule.levers)} | {_cell(limit)} | "
+                        f"{rule.severity.strict} / {rule.severity.relaxed} | "
+                        f"{_cell(' '.join(rule.source.split()))} |")
+    return "\n".join(rows) + "\n"
+
+
+def _or(value: float | None, missing: str, suffix: str = "") -> str:
+    return missing if value is None else f"{value:g}{suffix}"
+
+
+# ------------------------------------------------------------------------------------------------
 # registries
 # ------------------------------------------------------------------------------------------------
 
@@ -265,6 +315,9 @@ def _cell(text: str) -> str:
 SECTIONS: dict[str, Callable[[], str]] = {
     "agent-columns": lambda: column_table(AGENT_YEARLY),
     "model-columns": model_column_table,
+    "institution-columns": lambda: column_table(INSTITUTIONS_YEARLY),
+    "institution-facts": fact_table,
+    "institution-rules": institution_rule_table,
     "config-reference": config_reference,
     "llm-backends": lambda: registry_table(llm_config.LLM_BACKENDS, "backend"),
     "memory-engines": lambda: registry_table(memory_config.MEMORY_ENGINES, "engine"),

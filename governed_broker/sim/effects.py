@@ -73,14 +73,18 @@ class OptionBatch:
         """Annual premium of a policy for next year on the home as it stands (dollars); with
         risk-based pricing rated on the expected payout of a typical flood of the zone."""
         ins = self.config.insurance
-        expected = None
-        if ins.pricing == "risk_based":
-            d_s, d_c = damages_usd(self.damage_table, np.maximum(0.0, self.depth_here_m),
-                                   self.structure_value_usd, self.contents_value_usd)
-            expected = self.flood_probability * money.payout_usd(
-                ins, d_s, d_c, self.owner, np.ones(len(self.owner), dtype=bool))
+        expected = self.expected_payout_usd if ins.pricing == "risk_based" else None
         return money.premium_usd(ins, self.structure_value_usd, self.contents_value_usd,
                                  self.owner, expected)
+
+    @cached_property
+    def expected_payout_usd(self) -> np.ndarray:
+        """Expected annual payout of a policy on the home as it stands (dollars): the annual
+        chance of a flood times what the policy would pay for a typical flood of the zone."""
+        d_s, d_c = damages_usd(self.damage_table, np.maximum(0.0, self.depth_here_m),
+                               self.structure_value_usd, self.contents_value_usd)
+        return self.flood_probability * money.payout_usd(
+            self.config.insurance, d_s, d_c, self.owner, np.ones(len(self.owner), dtype=bool))
 
     @property
     def depth_here_m(self) -> np.ndarray:

@@ -24,7 +24,13 @@ import numpy as np
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.damage import DamageTable, load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
-from governed_broker.config.loader import fixed_events, hazard_with_paths, load_agent_types
+from governed_broker.config.institutions import InstitutionsDomain
+from governed_broker.config.loader import (
+    fixed_events,
+    hazard_with_paths,
+    load_agent_types,
+    load_institutions,
+)
 from governed_broker.contracts.columns import AGENT_YEARLY, names
 from governed_broker.contracts.columns import model_columns as model_column_table
 from governed_broker.contracts.decision import (
@@ -34,6 +40,7 @@ from governed_broker.contracts.decision import (
     ReflectionTarget,
 )
 from governed_broker.contracts.effects import traits_of
+from governed_broker.contracts.institutions import InstitutionMaker
 from governed_broker.memory.episodic import EpisodicStore
 from governed_broker.memory.household import HouseholdMemory
 from governed_broker.seeding import child_rng
@@ -44,6 +51,7 @@ from governed_broker.sim.effects import OptionBatch, Priced, execute, price
 from governed_broker.sim.fastbuild import build
 from governed_broker.sim.hazard import make_hazard
 from governed_broker.sim.households import HouseholdArrays
+from governed_broker.sim.institutions import Institutions
 from governed_broker.sim.mandatory import draw_required, lender_adds_insurance, with_insurance
 from governed_broker.sim.memory_bridge import WorldMemory
 from governed_broker.sim.network import NeighbourIndex, build_graph
@@ -123,6 +131,10 @@ class FloodModel(mesa.Model):
         agent_types: The action domain (loaded from ``config.agent_types`` when omitted).
         run_dir: The run's working directory, where household memories are stored
             (``memory.sqlite``); None keeps memories in this process only.
+        institutions_domain: The institutions' domain (loaded from
+            ``config.institutions.domain`` when omitted; unused without institutions).
+        institution_makers: Makers of the institutions an LLM decides for (the others get
+            their rule maker; ``sim.institutions``).
     """
 
     def __init__(
@@ -133,6 +145,8 @@ class FloodModel(mesa.Model):
         rng: int | None = None,
         agent_types: AgentTypesConfig | None = None,
         run_dir: Path | None = None,
+        institutions_domain: InstitutionsDomain | None = None,
+        institution_makers: Mapping[str, InstitutionMaker] | None = None,
     ) -> None:
         super().__init__(rng=config.seed if rng is None else rng)
         self.config = config
@@ -167,6 +181,13 @@ class FloodModel(mesa.Model):
             None if config.memory.engine == "none"
             else WorldMemory(config, self.domain, self.hh.insured, self.hh.elevated, run_dir)
         )
+        #: The government and the insurer (None: the experiment's policy settings hold).
+        self.institutions: Institutions | None = None
+        if config.institutions is not None:
+            domain = institutions_domain or load_institutions(
+                config.resolve_path(config.institutions.domain))
+            self.institutions = Institutions(self, domain, institution_makers)
+        self.last_institution_row: dict[str, Any] = {}
 
     # ----------------------------------------------------------------------------------------
     # set-up helpers
@@ -226,6 +247,8 @@ class FloodModel(mesa.Model):
         arrays.update({PREV_PREFIX + k: v for k, v in self.prev_state.items()})
         meta = {"year": self.year, "mesa_rng": self.rng.bit_generator.state,
                 "python_random": _lists(self.random.getstate())}
+        if self.institutions is not None:
+            meta["institutions"] = self.institutions.state()
         return arrays, meta
 
     def memory_changes(self) -> list[list[Any]] | None:
@@ -243,6 +266,8 @@ class FloodModel(mesa.Model):
         self.year = int(meta["year"])
         self.rng.bit_generator.state = meta["mesa_rng"]
         self.random.setstate(_tuples(meta["python_random"]))
+        if self.institutions is not None:
+            self.institutions.restore(meta["institutions"])
         if self.world_memory is not None:
             for changes in memory_changes:
                 self.world_memory.apply_changes(changes)
@@ -268,9 +293,11 @@ class FloodModel(mesa.Model):
         self.begin_year()
         self.hazard_phase()
         self.impacts_phase()
+        self.institutions_phase()
         situations = self.perception_phase()
         decisions = self.decision_phase(situations)
         self.execution_phase(decisions)
+        self.accounts_phase()
         self.reflection_phase()
         self.collect_phase()
 
@@ -320,6 +347,27 @@ class FloodModel(mesa.Model):
         hh.floods_experienced[idx] += c.flooded
         if self.world_memory is not None:
             self.world_memory.record_impacts(self.year, c)
+
+    def institutions_phase(self) -> None:
+        """2b. The government, then the insurer, decide this year's levers (``sim.institutions``);
+        they are the year's settings from here on."""
+        if self.institutions is not None:
+            self.config = self.config.with_settings(self.institutions.decide(self.config))
+
+    def accounts_phase(self) -> None:
+        """5b. The institutions settle the year: grants and buyouts paid, premiums and claims."""
+        if self.institutions is not None:
+            self.institutions.settle()
+
+    def expected_payouts_usd(self, idx: np.ndarray) -> np.ndarray:
+        """Expected annual payout of a policy on each home as it stands (dollars; the hazard
+        map's annual chance times the payout of a typical flood of the zone)."""
+        hh = self.hh
+        return OptionBatch(
+            self.config, self.damage_table, hh.is_owner[idx], hh.structure_value_usd[idx],
+            hh.contents_value_usd[idx], hh.elevated[idx],
+            self.hazard.typical_depth_m[hh.zone_index[idx]],
+            self.hazard.probability[hh.zone_index[idx]]).expected_payout_usd
 
     def action_options(self, idx: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         """Per action: ``cost`` and ``premium`` (dollars), ``allowed`` and ``affordable``
@@ -390,10 +438,10 @@ class FloodModel(mesa.Model):
         rng = child_rng(self.seed, "elevation_subsidy", self.year)
         return subsidy_offers(self.config.elevation, eligible, self.hh.income_usd[idx], rng)
 
-    def _buyout_offers(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Households offered a buyout this year and the price offered (``sim.buyout``): owners
-        with repetitive or substantial losses to whom an action that sells to the programme is
-        open; none without a programme."""
+    def buyout_candidates(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Households the buyout programme's rules make eligible this year and the price it
+        would offer each (``sim.buyout``): owners with repetitive or substantial losses to whom
+        an action that sells to the programme is open; none without a programme."""
         hh, programme = self.hh, self.config.buyout
         if programme is None:
             return np.zeros(len(idx), dtype=bool), np.zeros(len(idx))
@@ -405,9 +453,17 @@ class FloodModel(mesa.Model):
         eligible = may_sell & eligible_for_buyout(
             programme, hh.is_owner[idx], hh.floods_experienced[idx],
             self.current.damage_structure_usd, pre_flood)
-        offer_usd = programme.price_share * pre_flood
+        return eligible, programme.price_share * pre_flood
+
+    def _buyout_offers(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Households offered a buyout this year and the price offered: the eligible ones
+        (``buyout_candidates``) the programme's budget and allocation reach."""
+        programme = self.config.buyout
+        eligible, offer_usd = self.buyout_candidates(idx)
+        if programme is None:
+            return eligible, offer_usd
         rng = child_rng(self.seed, "buyout", self.year)
-        offered = buyout_offers(programme, eligible, offer_usd, hh.income_usd[idx], rng)
+        offered = buyout_offers(programme, eligible, offer_usd, self.hh.income_usd[idx], rng)
         return offered, np.where(offered, offer_usd, 0.0)
 
     def perception_phase(self) -> list[HouseholdSituation]:
@@ -589,6 +645,8 @@ class FloodModel(mesa.Model):
                         self.marginalised)
         self.last_agent_columns = agent_columns(view)
         self.last_model_row = model_row(view)
+        if self.institutions is not None:
+            self.last_institution_row = self.institutions.row()
 
 
 def _where(mask: np.ndarray, chosen: Priced, other: Priced) -> Priced:

@@ -3,8 +3,9 @@
 Formulas (docs/configuration.md):
 - coverage = min(value, limit) per structure (owners only) and contents;
 - premium, ``insurance.pricing: legacy`` = (rate_s * coverage_s / 1000 + rate_c * coverage_c
-  / 1000) * loading + fee;
-- premium, ``risk_based`` = expected annual payout * loading + fee, the expected payout being
+  / 1000) * loading * (1 - crs_discount) + fee;
+- premium, ``risk_based`` = expected annual payout * loading * (1 - crs_discount) + fee, the
+  expected payout being
   the zone's annual flood chance times the payout of a typical flood at the home's first-floor
   height (``sim.effects.OptionBatch.premium_usd``);
 - payout = payout_share * max(0, min(damage, limit) - deductible), per structure / contents;
@@ -46,10 +47,12 @@ def premium_usd(
     if ins.pricing == "risk_based":
         if expected_payout_usd is None:
             raise ValueError("risk-based pricing needs the policy's expected annual payout")
-        return np.asarray(expected_payout_usd, dtype=float) * ins.loading + ins.fee_usd
-    cov_s, cov_c = coverage_usd(ins, structure_value_usd, contents_value_usd, is_owner)
-    base = (ins.rate_structure_per_1000_usd * cov_s + ins.rate_contents_per_1000_usd * cov_c)
-    return base / 1000.0 * ins.loading + ins.fee_usd
+        rated = np.asarray(expected_payout_usd, dtype=float)
+    else:
+        cov_s, cov_c = coverage_usd(ins, structure_value_usd, contents_value_usd, is_owner)
+        rated = (ins.rate_structure_per_1000_usd * cov_s
+                 + ins.rate_contents_per_1000_usd * cov_c) / 1000.0
+    return rated * ins.loading * (1.0 - ins.crs_discount) + ins.fee_usd
 
 
 def payouts_usd(

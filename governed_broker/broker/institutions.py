@@ -1,0 +1,357 @@
+"""The governed LLM maker of an institution (``institutions.<name>.maker: llm``).
+
+For the government or the insurer, once a year: build the prompt from the institution's facts,
+levers and limits (``institutions.yaml``, ``configs/institutions/prompts.yaml``) -> ask the LLM
+for a JSON object (schema-constrained: a short assessment first, then a number for every
+lever, then a reason) -> parse -> evaluate the institution's rules under the profile
+(``sim.institution_rules``) -> on an ERROR re-ask with the violated rules explained
+(``governance.max_retries``), on an unreadable reply re-ask with the parse error
+(``governance.max_parse_retries``) -> return the approved levers, or, when a budget is
+exhausted, the fallback: last year's levers brought within the limits (status ``rejected`` or
+``parse_failed``). The world checks every limit again before anything takes effect. Requests
+are seeded from (seed, "institution", name, year, attempt), go through the run's response cache
+and call log (tag ``institution:<name>``), and every attempt is recorded in the decision's audit
+(``institutions.jsonl``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from governed_broker.broker.aio import LoopThread
+from governed_broker.broker.governed import GovernedBroker, RequestSettings
+from governed_broker.cognition.sentences import hard_cap, whole_sentences
+from governed_broker.config.base import ConfigError
+from governed_broker.config.broker import GovernanceConfig
+from governed_broker.config.institutions import (
+    INSTITUTION_TEMPLATE_EXTRAS,
+    INSTITUTION_TEMPLATES,
+    InstitutionDomain,
+    InstitutionsDomain,
+)
+from governed_broker.config.resolved import ResolvedExperiment
+from governed_broker.config.templates import TemplateSet, load_templates
+from governed_broker.contracts.decision import DecisionMaker
+from governed_broker.contracts.institutions import (
+    FACTS,
+    InstitutionDecision,
+    InstitutionMaker,
+    InstitutionSituation,
+    format_value,
+)
+from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
+from governed_broker.llm.reliability import parse_json_reply
+from governed_broker.llm.sampling import resolve_sampling
+from governed_broker.seeding import child_seed
+from governed_broker.sim.institution_rules import (
+    InstitutionRuleOutcome,
+    evaluate,
+    statements,
+    within_limits,
+)
+
+#: Length an institution's assessment and reason are asked to keep to (characters): one
+#: short sentence, as households' reasons (``governance.context.max_reason_chars``'s default).
+MAX_TEXT_CHARS = 100
+#: The reply's text fields, around the levers: appraise first, choose, then give the reason.
+TEXT_FIELDS = ("assessment", "reason")
+
+
+@dataclass
+class _Conversation:
+    """The evolving state of one institution's decision."""
+
+    situation: InstitutionSituation
+    messages: list[dict[str, str]]
+    base: list[dict[str, str]]
+    schema: dict[str, Any]
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    retries: dict[str, int] = field(default_factory=lambda: {"format": 0, "governance": 0})
+    proposed: dict[str, float] | None = None
+    levers: dict[str, float] | None = None
+    texts: dict[str, str] = field(default_factory=dict)
+    errors: list[InstitutionRuleOutcome] = field(default_factory=list)
+    parse_error: str | None = None
+    next_kind: str = "initial"
+
+
+class InstitutionBroker:
+    """An institution's ``InstitutionMaker`` backed by an LLM through the governed loop.
+
+    Args:
+        institution: ``government`` or ``insurer``.
+        domains: The institutions' domain (this institution's levers and rules; the others'
+            levers, to word what they decided before it).
+        templates: The prompt templates (``INSTITUTION_TEMPLATES``).
+        backend: The LLM backend (with the run's cache and call log).
+        loop: The event loop the backend's requests run on (shared with the households'
+            broker when there is one).
+        governance: Retry budgets and whether prompts go into the audit.
+        profile: Which rule severities apply (``institutions.profile``).
+        seed: The experiment seed.
+        run_id: The run's id, in every record.
+        request: Sampling settings.
+        owns_backend: Close the backend and the loop on ``close`` (False when they belong to
+            the households' broker).
+    """
+
+    def __init__(self, institution: str, domains: InstitutionsDomain, templates: TemplateSet,
+                 backend: LLMBackend, loop: LoopThread, *, governance: GovernanceConfig,
+                 profile: str, seed: int, run_id: str, request: RequestSettings,
+                 owns_backend: bool) -> None:
+        self.institution = institution
+        self.domains = domains
+        self.domain: InstitutionDomain = domains.of(institution)
+        self.templates = templates
+        self.backend = backend
+        self.loop = loop
+        self.governance = governance
+        self.profile = profile
+        self.seed = seed
+        self.run_id = run_id
+        self.request = request
+        self.owns_backend = owns_backend
+        self.name = f"llm:{backend.kind}/{backend.model_id}"
+        self._units = {f.name: f.unit for f in FACTS[institution]}
+
+    # -- InstitutionMaker API ---------------------------------------------------------------
+    def decide(self, situation: InstitutionSituation) -> InstitutionDecision:
+        """Ask, validate and re-ask until approved or a budget is exhausted."""
+        decision = self.loop.run(self.adecide(situation))
+        self.backend.flush()
+        return decision
+
+    def provenance(self) -> dict[str, Any]:
+        """The model's identity and sampling (call and cache statistics: the run's ``llm``
+        entry when the households' broker shares the backend)."""
+        info = {"backend": self.backend.describe(), "sampling": asdict(self.request.sampling),
+                "profile": self.profile}
+        if self.owns_backend:
+            info["stats"] = self.backend.stats()
+        return info
+
+    def close(self) -> None:
+        """Release the backend and the loop when they are this maker's own."""
+        if self.owns_backend:
+            self.loop.run(self.backend.aclose())
+            self.loop.close()
+
+    # -- the loop ---------------------------------------------------------------------------
+    async def adecide(self, situation: InstitutionSituation) -> InstitutionDecision:
+        """The governed conversation for one year (module documentation)."""
+        base = self.prompt(situation)
+        conv = _Conversation(situation, [dict(m) for m in base], base, self.schema(situation))
+        budget = self.governance
+        while True:
+            response, cleaned = (await self._ask(conv)).sanitised()
+            levers, texts, error = self.parse(response, situation)
+            record = self._attempt(conv, response, levers, error, cleaned)
+            if error is not None:
+                conv.parse_error = error
+                if conv.retries["format"] >= budget.max_parse_retries:
+                    return self._finish(conv, "parse_failed")
+                self._reask(conv, "format", response,
+                            self.templates.render("retry_format", error=error))
+                continue
+            conv.levers, conv.texts = levers, texts
+            conv.proposed = conv.proposed or levers
+            outcomes = evaluate(self.domain, self.profile, situation, levers)
+            record["rules"] = [o.to_json() for o in outcomes]
+            conv.errors = [o for o in outcomes if o.fired and o.severity == "ERROR"]
+            if not conv.errors:
+                status = "retry_approved" if conv.retries["governance"] else "approved"
+                return self._finish(conv, status)
+            if conv.retries["governance"] >= budget.max_retries:
+                return self._finish(conv, "rejected")
+            issues = "\n".join(
+                self.templates.render("retry_issue", rule_id=o.rule_id, message=o.message)
+                for o in conv.errors[: budget.max_reports_per_retry])
+            self._reask(conv, "governance", response,
+                        self.templates.render("retry_governance", issues=issues))
+
+    async def _ask(self, conv: _Conversation) -> LLMResponse:
+        s = conv.situation
+        request = LLMRequest.of(
+            conv.messages, json_schema=conv.schema, **self.request.sampling.request_fields(),
+            seed=self._seed(s, len(conv.attempts)), max_tokens=self.request.max_tokens,
+            num_ctx=self.request.num_ctx, tag=f"institution:{self.institution}")
+        return await self.backend.achat(request)
+
+    def _seed(self, situation: InstitutionSituation, attempt: int) -> int:
+        return child_seed(self.seed, "institution", self.institution, situation.year, attempt)
+
+    def _reask(self, conv: _Conversation, kind: str, response: LLMResponse,
+               feedback: str) -> None:
+        # the original prompt (a cacheable prefix), the rejected reply and the feedback
+        conv.retries[kind] += 1
+        conv.next_kind = kind
+        conv.messages = [dict(m) for m in conv.base] + [
+            {"role": "assistant", "content": response.text},
+            {"role": "user", "content": feedback}]
+
+    # -- prompt, schema, parsing ------------------------------------------------------------
+    def prompt(self, situation: InstitutionSituation) -> list[dict[str, str]]:
+        """The system and user messages of a situation."""
+        t, units = self.templates, self.templates.extra["unit_words"]
+        reply = {"assessment": "one short sentence",
+                 **{lever: "<number>" for lever in situation.levers},
+                 "reason": "one short sentence"}
+        system = t.render("system", role=self.domain.description,
+                          reply_format=json.dumps(reply).replace('"<number>"', "<number>"))
+        facts = [t.render("fact_line", text=text,
+                          value=format_value(situation.facts.get(name), self._units[name]))
+                 for name, text in self.domain.facts.items()]
+        levers = [t.render("lever_line", id=lever, description=spec.description,
+                           unit=units.get(spec.unit, spec.unit),
+                           value=format_value(situation.levers[lever], spec.unit))
+                  for lever, spec in self.domain.levers.items() if lever in situation.levers]
+        limits = [t.render("limit_line", text=text)
+                  for text in statements(self.domain, situation)]
+        in_force = [t.render("in_force_line", institution=other, lever=lever,
+                             value=format_value(value, self.domains.of(other).levers[lever].unit))
+                    for other, decided in situation.in_force.items()
+                    for lever, value in decided.items()]
+        user = t.render("user", year=situation.year, facts="\n".join(facts),
+                        levers="\n".join(levers), limits="\n".join(limits),
+                        in_force="\n".join(in_force) or t.text("in_force_none"))
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    @staticmethod
+    def schema(situation: InstitutionSituation) -> dict[str, Any]:
+        """The reply's JSON schema: the assessment, a number per lever, the reason (in this
+        order, which a constrained decoder follows)."""
+        text = {"type": "string", "maxLength": hard_cap(MAX_TEXT_CHARS)}
+        properties = {"assessment": text, **{lever: {"type": "number"}
+                                             for lever in situation.levers}, "reason": text}
+        return {"type": "object", "properties": properties, "required": list(properties),
+                "additionalProperties": False}
+
+    @staticmethod
+    def parse(response: LLMResponse, situation: InstitutionSituation,
+              ) -> tuple[dict[str, float] | None, dict[str, str], str | None]:
+        """The levers and texts of a reply, or the reason it cannot be read."""
+        data = response.parsed
+        if not isinstance(data, dict):
+            data, error = parse_json_reply(response.text)
+            if error is not None:
+                return None, {}, error
+            if not isinstance(data, dict):
+                return None, {}, "the reply is not a JSON object"
+        levers: dict[str, float] = {}
+        for lever in situation.levers:
+            value = data.get(lever)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return None, {}, f"lever {lever!r} must be a number, got {value!r:.60}"
+            if not math.isfinite(value):
+                return None, {}, f"lever {lever!r} must be a finite number"
+            levers[lever] = float(value)
+        texts = {}
+        for key in TEXT_FIELDS:
+            value = data.get(key)
+            if not isinstance(value, str) or not value.strip():
+                return None, {}, f"{key!r} must be a short sentence"
+            texts[key] = whole_sentences(value, MAX_TEXT_CHARS)[0]
+        return levers, texts, None
+
+    # -- records ----------------------------------------------------------------------------
+    def _attempt(self, conv: _Conversation, response: LLMResponse,
+                 levers: dict[str, float] | None, error: str | None,
+                 cleaned: list[str]) -> dict[str, Any]:
+        attempt = len(conv.attempts)
+        record = {"attempt": attempt, "kind": conv.next_kind,
+                  "seed": self._seed(conv.situation, attempt), "raw": response.text,
+                  "parsed": levers, "repairs": cleaned, "parse_error": error, "rules": [],
+                  "prompt_tokens": response.prompt_tokens,
+                  "completion_tokens": response.completion_tokens,
+                  "latency_s": round(response.latency_s, 4), "cached": response.cached}
+        conv.attempts.append(record)
+        return record
+
+    def _finish(self, conv: _Conversation, status: str) -> InstitutionDecision:
+        s = conv.situation
+        if status in ("approved", "retry_approved"):
+            levers, reason = dict(conv.levers or {}), conv.texts.get("reason", "")
+        else:
+            levers = within_limits(self.domain, s, s.levers)
+            ids = ", ".join(o.rule_id for o in conv.errors)
+            reason = (f"still broke {ids} after {conv.retries['governance']} re-ask(s); "
+                      "last year's levers within the limits" if status == "rejected" else
+                      f"no readable reply after {len(conv.attempts)} attempt(s) "
+                      f"({conv.parse_error}); last year's levers within the limits")
+        text = json.dumps(conv.base, sort_keys=True)
+        audit: dict[str, Any] = {
+            "profile": self.profile,
+            "context_hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
+            "assessment": conv.texts.get("assessment"),
+            "final_proposal": conv.levers,
+            "retries_by_kind": dict(conv.retries),
+            "rules_fired": [{"attempt": a["attempt"], "id": r["id"], "severity": r["severity"]}
+                            for a in conv.attempts for r in a["rules"] if r["fired"]],
+            "attempts": conv.attempts,
+            "prompt_tokens": sum(a["prompt_tokens"] for a in conv.attempts),
+            "completion_tokens": sum(a["completion_tokens"] for a in conv.attempts),
+            "cache_hits": sum(1 for a in conv.attempts if a["cached"]),
+        }
+        if self.governance.audit.prompts:
+            audit["prompt"] = conv.base
+        return InstitutionDecision(
+            institution=self.institution, year=s.year, levers=levers, status=status,
+            decision_maker=self.name, proposed=conv.proposed,
+            retries=conv.retries["format"] + conv.retries["governance"], reason=reason,
+            audit=audit)
+
+
+def build_institution_makers(experiment: ResolvedExperiment, run_dir: Path,
+                             household_maker: DecisionMaker | None = None,
+                             backend: LLMBackend | None = None,
+                             ) -> dict[str, InstitutionMaker]:
+    """The LLM makers of the experiment's institutions whose ``maker`` is ``llm``.
+
+    They share the households' LLM backend, cache, call log and event loop when the
+    households' maker is the governed broker; otherwise one backend is built from the
+    experiment's ``llm:`` section (with the run's cache and call log in ``run_dir``) and the
+    first maker owns it.
+
+    Args:
+        experiment: The resolved experiment (``institutions:`` set).
+        run_dir: The run's working directory (the call log, when the backend is built here).
+        household_maker: The households' maker (its backend is shared when it is the broker).
+        backend: A ready backend (tests); by default as above.
+
+    Raises:
+        ConfigError: no ``llm:`` section, or broken prompt templates.
+    """
+    config, domains = experiment.config, experiment.institutions
+    inst = config.institutions
+    if inst is None or not inst.llm_makers:
+        return {}
+    if config.llm is None or domains is None:
+        raise ConfigError("an institution decided by 'llm' needs an 'llm:' section")
+    templates = load_templates(config.resolve_path(inst.prompts), INSTITUTION_TEMPLATES,
+                               INSTITUTION_TEMPLATE_EXTRAS, setting="institutions.prompts")
+    shared = isinstance(household_maker, GovernedBroker) and backend is None
+    if shared:
+        backend, loop = household_maker.backend, household_maker.loop
+    else:
+        if backend is None:
+            from governed_broker.broker.factory import CALL_LOG_FILE
+            from governed_broker.llm import backend_from_config
+
+            backend = backend_from_config(config.llm, call_log_path=Path(run_dir) / CALL_LOG_FILE,
+                                          base_dir=config.base_dir)
+        loop = LoopThread("governed-broker-institutions")
+    request = RequestSettings(sampling=resolve_sampling(config.llm),
+                              max_tokens=config.llm.max_tokens, num_ctx=config.llm.num_ctx)
+    makers: dict[str, InstitutionMaker] = {}
+    for index, name in enumerate(inst.llm_makers):
+        makers[name] = InstitutionBroker(
+            name, domains, templates, backend, loop, governance=config.governance,
+            profile=inst.profile, seed=config.seed, run_id=experiment.run_id, request=request,
+            owns_backend=not shared and index == 0)
+    return makers
+
