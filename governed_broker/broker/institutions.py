@@ -198,9 +198,10 @@ class InstitutionBroker:
     def prompt(self, situation: InstitutionSituation) -> list[dict[str, str]]:
         """The system and user messages of a situation."""
         t, units = self.templates, self.templates.extra["unit_words"]
-        reply = {"assessment": "one short sentence",
+        texts = self.templates.extra["reply_texts"]
+        reply = {"assessment": texts["assessment"],
                  **{lever: "<number>" for lever in situation.levers},
-                 "reason": "one short sentence"}
+                 "reason": texts["reason"]}
         system = t.render("system", role=self.domain.description,
                           reply_format=json.dumps(reply).replace('"<number>"', "<number>"))
         facts = [t.render("fact_line", text=text,

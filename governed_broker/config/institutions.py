@@ -73,8 +73,9 @@ INSTITUTION_TEMPLATES: dict[str, frozenset[str]] = {
     "retry_issue": frozenset({"rule_id", "message"}),
     "retry_format": frozenset({"error"}),
 }
-#: Non-template entries of the prompt file: the words for each lever unit.
-INSTITUTION_TEMPLATE_EXTRAS = frozenset({"unit_words"})
+#: Non-template entries of the prompt file: the words for each lever unit, and what the reply
+#: format says to write in its text fields (``assessment``, ``reason``).
+INSTITUTION_TEMPLATE_EXTRAS = frozenset({"unit_words", "reply_texts"})
 
 
 class LeverSpec(StrictModel):
