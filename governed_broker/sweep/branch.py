@@ -445,7 +445,9 @@ def _write_record(branch: BranchPlan, verification: dict[str, Any]) -> None:
 
 def describe(branch: BranchPlan) -> str:
     """What a branch forks and into what, for the command line."""
-    seeds = ", ".join(str(r.seed) for r in branch.parent.runs)
+    seeds = ", ".join(str(r.seed) for r in branch.parent.runs[:5])
+    if len(branch.parent.runs) > 5:
+        seeds += f" and {len(branch.parent.runs) - 5} more"
     lines = [f"branch of {branch.parent.path} ({branch.parent.kind}, seed(s) {seeds}) at year "
              f"{branch.from_year} of {branch.parent.years} into {branch.out_dir}:",
              f"  {branch.reference}: the parent's policy (reference arm)"]

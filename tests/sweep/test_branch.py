@@ -132,6 +132,12 @@ def test_running_the_same_command_again_runs_nothing(branched, capsys) -> None:
     assert branch(*branched["argv"]) == 0
     assert "3 runs: 3 done" in capsys.readouterr().out
     assert {p.name: p.read_text() for p in states.iterdir()} == before
+    # status and collect work on a branch directory as on any sweep
+    (branched["out"] / "sweep_model_yearly.csv").unlink()
+    assert main(["collect", str(branched["out"])]) == 0
+    assert len(pd.read_csv(branched["out"] / "sweep_model_yearly.csv")) == 3 * 6
+    assert main(["status", str(branched["out"])]) == 0
+    assert "3 runs: 3 done, 0 running, 0 failed, 0 pending" in capsys.readouterr().out
 
 
 def test_dry_run_prints_the_arms_and_writes_nothing(branched, capsys) -> None:
@@ -194,8 +200,6 @@ def _own_experiment(directory: Path, **settings) -> Path:
     shutil.copy((REPO / "experiments" / data["damage"]["table"]).resolve(),
                 directory / "damage.yaml")
     data["damage"]["table"] = "damage.yaml"
-    data["memory"] = {"concepts_file": str(REPO / "configs/knowledge/flood_concepts.yaml"),
-                      "texts_file": str(REPO / "configs/prompts/memory.yaml")}
     data["population"]["size"], data["years"] = 30, 6
     data["hazard"]["zones"]["high"]["annual_probability"] = 0.3
     data["outputs"] = {"plots": False, "progress": False}
