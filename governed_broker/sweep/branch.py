@@ -349,17 +349,19 @@ def _branch_dir(out_dir: str | Path | None, parent: Parent, from_year: int) -> P
         return out
     try:
         record = json.loads(record_path.read_text(encoding="utf-8"))
-        same = (record["parent"]["path"] == str(parent.path)
-                and record["parent"]["runs"] == parent.to_json()["runs"]
-                and record["from_year"] == from_year)
+        other = (record["parent"]["path"], record["from_year"])
+        same_runs = record["parent"]["runs"] == parent.to_json()["runs"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{flag}: {record_path} is not readable ({exc}); choose another "
                           "--out") from exc
-    if not same:
+    if other != (str(parent.path), from_year):
         raise ConfigError(
-            f"{flag}: {out} holds the branch of {record['parent']['path']} at year "
-            f"{record['from_year']}; a branch directory resumes only the same parent and year, "
-            "so choose another --out")
+            f"{flag}: {out} holds the branch of {other[0]} at year {other[1]}; a branch "
+            "directory resumes only the same parent and year, so choose another --out")
+    if not same_runs:
+        raise ConfigError(
+            f"{flag}: {out} was branched from {other[0]} when its runs were others (their "
+            "seeds or config hashes differ from the parent's now); choose another --out")
     return out
 
 
