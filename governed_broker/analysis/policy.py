@@ -12,7 +12,10 @@ percentile bootstrap is narrow, so read ``n_pairs`` beside it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +26,29 @@ from governed_broker.analysis.version import stamp
 
 #: The sweep parameter that names a run's arm.
 ARM = "param.case"
+#: The record ``governed-broker branch`` writes in its directory (``sweep.branch.BRANCH_FILE``):
+#: the parent, the year of the change, the arms and the outcome of the history check.
+BRANCH_FILE = "branch.json"
+
+
+def branch_record(sweep_dir: Path | str) -> dict[str, Any] | None:
+    """The branch record of a sweep directory written by ``governed-broker branch`` (None for
+    any other sweep).
+
+    Raises:
+        AnalysisInputError: the record is not readable JSON with the keys a branch writes.
+    """
+    path = Path(sweep_dir) / BRANCH_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise AnalysisInputError(f"{path}: not readable JSON ({exc})") from exc
+    keys = {"parent", "from_year", "reference_arm", "arms", "verification"}
+    if not isinstance(record, dict) or not keys <= set(record):
+        raise AnalysisInputError(f"{path}: not a branch record (keys {sorted(keys)} expected)")
+    return record
 
 
 def paired_arm_differences(

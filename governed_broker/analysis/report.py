@@ -30,7 +30,7 @@ from governed_broker.analysis.plots import (
     plot_sobol,
     plot_trajectories,
 )
-from governed_broker.analysis.policy import ARM, paired_arm_differences
+from governed_broker.analysis.policy import ARM, branch_record, paired_arm_differences
 from governed_broker.analysis.replicates import summarise_replicates
 from governed_broker.analysis.sensitivity import OUTCOMES, run_outcomes, sobol_indices
 from governed_broker.analysis.summary import summarise_run
@@ -253,6 +253,41 @@ def _arms_html(outcomes: pd.DataFrame) -> list[str]:
             _table(diffs)]
 
 
+def _branch_html(path: Path) -> list[str]:
+    """What a ``governed-broker branch`` directory forked, and whether its arms re-lived the
+    parent's history (empty for other sweeps)."""
+    record = branch_record(path)
+    if record is None:
+        return []
+    parent, year, check = record["parent"], record["from_year"], record["verification"]
+    runs = parent.get("runs", [])
+    hashes = ", ".join(str(r.get("config_hash", ""))[:12] for r in runs)
+    what = "the run" if parent.get("kind") == "run" else f"the sweep of {len(runs)} seeds"
+    arms = "".join(f"<li><b>{html.escape(str(name))}</b>: from year {year}, "
+                   f"<code>{html.escape(json.dumps(settings, default=str))}</code></li>"
+                   for name, settings in record["arms"].items())
+    status = check.get("status")
+    if status == "passed":
+        verdict = (f"passed: all {check['runs_checked']} runs repeat the parent's years 1-"
+                   f"{year - 1} byte for byte (the reference arm every year)")
+    elif status == "failed":
+        verdict = ('<span class="flag">FAILED</span>: ' + "; ".join(
+            html.escape(str(d)) for d in check.get("differences", [])))
+    else:
+        verdict = (f"{html.escape(str(status))} ({check.get('runs_checked', 0)} of "
+                   f"{check.get('runs_planned', '?')} runs checked)")
+    return [
+        "<h2>Branch</h2>",
+        f"<p>Branched from {what} <code>{html.escape(str(parent.get('path')))}</code> "
+        f"({html.escape(str(parent.get('name')))}, config hash {html.escape(hashes)}) at year "
+        f"{year} of {parent.get('years')}. The reference arm "
+        f"<b>{html.escape(str(record['reference_arm']))}</b> is the parent's policy, "
+        "re-simulated; the other arms change these policy settings:</p>",
+        f"<ul>{arms}</ul>",
+        f"<p>History check: {verdict}.</p>",
+    ]
+
+
 def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=None) -> str:
     """HTML text of the report of one sweep directory (``bar``: a tqdm bar, one step per
     figure)."""
@@ -266,6 +301,7 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=N
         "<h2>Runs</h2>", _table(status),
         _explore("", "any run of this sweep", Path(path)), _table(outcomes),
     ]
+    body += _branch_html(Path(path))
     body += _arms_html(outcomes)
     group_by = _sweep_groups(outcomes, sweep.parameters)
     # `governed-broker collect` already writes the parameters into the model table

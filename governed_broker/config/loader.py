@@ -183,16 +183,21 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentConfig:
+def load_experiment(path: str | Path, overrides: Iterable[str] = (), *,
+                    base_dir: str | Path | None = None) -> ExperimentConfig:
     """Load, override and validate an experiment YAML file.
 
-    Relative paths inside the file are resolved against its directory; referenced files
-    (agent types, population CSV, damage table, hazard schedule) are checked and validated now,
-    so that a run never starts with a broken input.
+    Relative paths inside the file are resolved against its directory (or ``base_dir``);
+    referenced files (agent types, population CSV, damage table, hazard schedule) are checked
+    and validated now, so that a run never starts with a broken input.
 
     Args:
         path: The experiment YAML.
         overrides: ``KEY.PATH=VALUE`` strings (``--set``); values are parsed as YAML.
+        base_dir: Directory relative paths resolve against instead of the file's own: a run's
+            saved ``config.yaml`` keeps the paths as written, relative to the experiment's
+            folder, which its manifest records as ``config_base_dir`` (``governed-broker
+            branch`` re-loads a finished run's configuration this way).
 
     Raises:
         ConfigError: any problem, with a message naming file, field, value and what is allowed.
@@ -200,7 +205,7 @@ def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> Experime
     path = Path(path)
     data = read_experiment_yaml(path)
     data = apply_overrides(data, overrides, ExperimentConfig, path)
-    base_dir = path.resolve().parent
+    base_dir = path.resolve().parent if base_dir is None else Path(base_dir).resolve()
     config = validate_model(ExperimentConfig, data, path, context={"base_dir": base_dir},
                             quote_values=True)
     config = config.with_base_dir(base_dir)

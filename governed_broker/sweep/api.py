@@ -162,16 +162,35 @@ def run_sweep(
     require_cards(plan, plan.runs)  # before anything is written
     sweep_dir = SweepDir(out_dir if out_dir is not None else default_sweep_dir(plan))
     sweep_dir.root.mkdir(parents=True, exist_ok=True)
-    with _Lock(sweep_dir):
-        sweep_dir.write_plan(plan.to_json())
-        todo, invalid, exhausted = runs_to_execute(sweep_dir, plan, plan.sweep.max_attempts)
-        for run in invalid:
-            sweep_dir.write_state(
-                run.run_id, RunState(FAILED, 0, finished_at=now_iso(), error=run.error)
-            )
-        if todo:
-            _execute(sweep_dir, plan, todo, executor, max_workers, run_fn, progress)
-        index = collect(sweep_dir, plan, force=bool(todo))
+    with SweepLock(sweep_dir):
+        return run_plan_locked(plan, sweep_dir, executor=executor, max_workers=max_workers,
+                               run_fn=run_fn, progress=progress)
+
+
+def run_plan_locked(
+    plan: SweepPlan,
+    sweep_dir: SweepDir,
+    *,
+    executor: str | None = None,
+    max_workers: int | None = None,
+    run_fn: RunFunction | None = None,
+    progress: bool = True,
+) -> SweepResult:
+    """Run (or resume) a plan into ``sweep_dir``, whose ``SweepLock`` the caller holds.
+
+    Writes the plan, runs what is not done (retrying failed runs below ``max_attempts``) and
+    rewrites the index and combined tables. ``run_sweep`` plans an experiment's sweep block;
+    ``sweep.branch`` plans the arms of a branched run; both execute here.
+    """
+    sweep_dir.write_plan(plan.to_json())
+    todo, invalid, exhausted = runs_to_execute(sweep_dir, plan, plan.sweep.max_attempts)
+    for run in invalid:
+        sweep_dir.write_state(
+            run.run_id, RunState(FAILED, 0, finished_at=now_iso(), error=run.error)
+        )
+    if todo:
+        _execute(sweep_dir, plan, todo, executor, max_workers, run_fn, progress)
+    index = collect(sweep_dir, plan, force=bool(todo))
     return SweepResult(
         sweep_dir.root, index, [r.run_id for r in todo], [r.run_id for r in exhausted]
     )
@@ -180,12 +199,11 @@ def run_sweep(
 def require_cards(plan: SweepPlan, runs: Sequence[PlannedRun]) -> None:
     """Refuse the sweep before any run starts when a run with ``validity.gate: block`` has no
     passing validity card (runs that differ only in their seed share one card)."""
-    from governed_broker.config import load_experiment
     from governed_broker.config.resolved import resolve_experiment
     from governed_broker.validity.gate import check_gate
 
     swept = any(o.startswith("validity.") for run in runs for o in run.overrides)
-    if not swept and load_experiment(plan.experiment, plan.base_overrides).validity.gate != "block":
+    if not swept and plan.load(plan.base_overrides).validity.gate != "block":
         return  # no run is gated: no configuration needs loading
     seen: set[tuple[str, ...]] = set()
     for run in runs:
@@ -193,7 +211,7 @@ def require_cards(plan: SweepPlan, runs: Sequence[PlannedRun]) -> None:
         if run.error or overrides in seen:
             continue
         seen.add(overrides)
-        config = load_experiment(plan.experiment, list(overrides))
+        config = plan.load(list(overrides))
         if config.validity.gate != "block":
             continue
         try:
@@ -213,8 +231,10 @@ def _execute(
 ) -> None:
     executor = make_executor(plan, executor_name or plan.sweep.executor, max_workers)
     hosts = plan.sweep.llm_hosts
+    base_dir = None if plan.base_dir is None else str(plan.base_dir)
     items = [
-        WorkItem(run.run_id, tuple(plan.run_overrides(run)), llm_host_for(run.run_id, hosts))
+        WorkItem(run.run_id, tuple(plan.run_overrides(run)), llm_host_for(run.run_id, hosts),
+                 base_dir=base_dir)
         for run in todo
     ]
     progress = SweepProgress(sweep_dir, [r.run_id for r in todo], enabled=show_progress)
@@ -229,13 +249,13 @@ def _execute(
             sweep_dir.write_state(run_id, state)
 
 
-class _Lock:
+class SweepLock:
     """``_sweep/lock``: refuses a second submission into a directory in use on this host."""
 
     def __init__(self, sweep_dir: SweepDir) -> None:
         self.path = sweep_dir.meta / "lock"
 
-    def __enter__(self) -> _Lock:
+    def __enter__(self) -> SweepLock:
         if self.path.is_file():
             try:
                 owner = json.loads(self.path.read_text(encoding="utf-8"))

@@ -145,6 +145,9 @@ class SweepPlan:
         name: Experiment name.
         sweep: The validated sweep settings (after base overrides).
         runs: The runs, in plan order.
+        base_dir: Directory the experiment's relative paths resolve against (None: the
+            experiment file's own folder). A branch (``sweep.branch``) re-loads a finished
+            run's ``config.yaml`` against the folder its manifest records.
     """
 
     experiment: Path
@@ -152,6 +155,15 @@ class SweepPlan:
     name: str
     sweep: SweepConfig
     runs: tuple[PlannedRun, ...] = field(default_factory=tuple)
+    base_dir: Path | None = None
+
+    def load(self, overrides: Sequence[str]) -> ExperimentConfig:
+        """The experiment with ``overrides`` applied, its paths resolved as the plan says.
+
+        Raises:
+            ConfigError: the configuration does not validate.
+        """
+        return load_experiment(self.experiment, overrides, base_dir=self.base_dir)
 
     @property
     def parameter_names(self) -> list[str]:
@@ -176,6 +188,7 @@ class SweepPlan:
             "name": self.name,
             "sweep": self.sweep.model_dump(mode="json"),
             "runs": [r.to_json() for r in self.runs],
+            "base_dir": None if self.base_dir is None else str(self.base_dir),
         }
 
     @classmethod
@@ -187,6 +200,7 @@ class SweepPlan:
             name=data["name"],
             sweep=SweepConfig.model_validate(data["sweep"]),
             runs=tuple(PlannedRun.from_json(r) for r in data["runs"]),
+            base_dir=Path(data["base_dir"]) if data.get("base_dir") else None,
         )
 
 

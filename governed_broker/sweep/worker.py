@@ -36,12 +36,15 @@ class WorkItem:
         overrides: All ``--set`` strings (base overrides, then the run's).
         llm_host: URL to use as ``llm.hosts`` for this run, or None to keep the config's.
         error: Planning error: the run is recorded as failed without running.
+        base_dir: Directory the experiment's relative paths resolve against (None: the
+            experiment file's folder; see ``SweepPlan.base_dir``).
     """
 
     run_id: str
     overrides: tuple[str, ...]
     llm_host: str | None = None
     error: str | None = None
+    base_dir: str | None = None
 
 
 def default_run_function() -> RunFunction:
@@ -66,7 +69,7 @@ def build_run_config(experiment: Path, item: WorkItem) -> ExperimentConfig:
     Raises:
         ConfigError: the configuration no longer validates or no longer matches the run id.
     """
-    config = run_config(load_experiment(experiment, item.overrides))
+    config = run_config(load_experiment(experiment, item.overrides, base_dir=item.base_dir))
     actual = run_id_of(config)
     if actual != item.run_id:
         raise ConfigError(
