@@ -26,8 +26,10 @@ from governed_broker.analysis.schema import (
     BOOL,
     DEFAULT_ACTION_EFFECTS,
     DEFAULT_PMT_LABELS,
+    INSTITUTION_COLUMNS,
     MODEL_COLUMNS,
     NULLABLE_AGENT_COLUMNS,
+    NULLABLE_INSTITUTION_COLUMNS,
     STR,
     model_columns,
 )
@@ -40,6 +42,7 @@ CONFIG_FILE = "config.yaml"
 SWEEP_INDEX_FILE = "sweep_runs.csv"
 SWEEP_AGENTS_FILE = "sweep_agents_yearly.parquet"
 SWEEP_MODEL_FILE = "sweep_model_yearly.csv"
+INSTITUTIONS_FILE = "institutions_yearly.csv"
 
 _TRUE = {"true", "1"}
 _FALSE = {"false", "0"}
@@ -61,6 +64,8 @@ class RunData:
             manifest; ``schema.DEFAULT_ACTION_EFFECTS`` for runs whose manifest predates it).
         pmt_labels: The run's appraisal scale, lowest first (from the manifest;
             ``schema.DEFAULT_PMT_LABELS`` for runs whose manifest predates it).
+        institutions: ``institutions_yearly.csv``, one row per year (None: the run had no
+            institutions).
     """
 
     path: Path
@@ -72,6 +77,7 @@ class RunData:
     decisions: list[dict[str, Any]] | None = None
     actions: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_ACTION_EFFECTS))
     pmt_labels: tuple[str, ...] = DEFAULT_PMT_LABELS
+    institutions: pd.DataFrame | None = None
 
 
 @dataclass
@@ -213,6 +219,14 @@ def read_model_table(path: Path | str, actions: list[str] | None = None) -> pd.D
     return frame.sort_values("year", kind="stable").reset_index(drop=True)
 
 
+def read_institutions_table(path: Path | str) -> pd.DataFrame:
+    """Read an ``institutions_yearly.csv`` into its typed table (``schema.INSTITUTION_COLUMNS``)."""
+    path = Path(path)
+    frame = coerce_columns(_read_csv(path), INSTITUTION_COLUMNS, str(path),
+                           NULLABLE_INSTITUTION_COLUMNS)
+    return frame.sort_values("year", kind="stable").reset_index(drop=True)
+
+
 def read_decisions(path: Path | str) -> list[dict[str, Any]]:
     """Read ``decisions.jsonl``: one JSON object per line (blank lines are skipped)."""
     path = Path(path)
@@ -281,6 +295,9 @@ def load_run(path: Path | str) -> RunData:
     agents = read_agents_table(path / AGENTS_FILE)
     agents.attrs["action_effects"] = actions
     agents.attrs["pmt_labels"] = labels
+    institutions = None
+    if "institutions" in manifest or (path / INSTITUTIONS_FILE).is_file():
+        institutions = read_institutions_table(path / INSTITUTIONS_FILE)
     return RunData(
         path=path,
         run_id=path.name,
@@ -291,6 +308,7 @@ def load_run(path: Path | str) -> RunData:
         decisions=read_decisions(decisions_path) if decisions_path.is_file() else None,
         actions=actions,
         pmt_labels=labels,
+        institutions=institutions,
     )
 
 

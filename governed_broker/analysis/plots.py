@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from governed_broker.analysis.governance import STATUSES
 from governed_broker.analysis.schema import labels_of
@@ -191,4 +192,32 @@ def plot_sobol(indices: pd.DataFrame, title: str | None = None) -> Figure:
            xlim=(min(0, float(indices["S1"].min())), 1),
            title=title or f"{indices['output'].iloc[0]} ({method})")
     ax.legend(frameon=False)
+    return fig
+
+
+def plot_institutions(institutions: pd.DataFrame,
+                      title: str = "Institutions: levers and money by year") -> Figure:
+    """The institutions' year (``institutions_yearly.csv``): the levers in force (left) and the
+    money committed, paid, collected and claimed (right, thousand USD)."""
+    fig = new_figure((10, 4))
+    levers, money = fig.subplots(1, 2)
+    years = institutions["year"].to_numpy()
+    for column, label in (("subsidy_share", "grant share of elevation cost"),
+                          ("loading", "premium loading"), ("crs_discount", "community discount")):
+        levers.plot(years, institutions[column].astype(float), marker="o", label=label)
+    top = float(institutions[["subsidy_share", "loading", "crs_discount"]].astype(float)
+                .max().max())
+    levers.set(xlabel="year", ylabel="share / factor", title="levers in force",
+               ylim=(0, 1.4 * max(top, 1.0)))
+    levers.legend(frameon=False, fontsize="small", loc="upper left", ncols=2)
+    for column, label in (("funds_available_usd", "government funds available"),
+                          ("grants_paid_usd", "grants paid"), ("buyouts_paid_usd", "buyouts paid"),
+                          ("premiums_written_usd", "premiums written"),
+                          ("claims_usd", "claims paid")):
+        money.plot(years, institutions[column].astype(float) / 1e3, marker=".", label=label)
+    money.set(xlabel="year", ylabel="thousand USD", title="money")
+    money.legend(frameon=False, fontsize="small")
+    for ax in (levers, money):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.suptitle(title)
     return fig

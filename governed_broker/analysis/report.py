@@ -25,6 +25,7 @@ from governed_broker.analysis.plots import (
     figure_to_png,
     plot_governance,
     plot_group_bands,
+    plot_institutions,
     plot_label_distribution,
     plot_losses,
     plot_sobol,
@@ -209,11 +210,31 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None,
         "<h2>Decision diversity (normalised entropy of executed actions)</h2>",
         f"<p>All years pooled: {s.entropy_overall:.3f}</p>", _table(s.entropy),
         *run_section(run, _table, _figure),
+        *_institutions_html(run, bar),
         "<h2>Manifest</h2>",
         f"<pre>{html.escape(json.dumps(run.manifest, indent=2, sort_keys=True))}</pre>"
         if run.manifest else "<p>No manifest.json in this run directory.</p>",
     ]
     return _page(f"Run report: {run.run_id}", body)
+
+
+def _institutions_html(run, bar=None) -> list[str]:
+    """The government's and the insurer's years (empty for a run without institutions)."""
+    if run.institutions is None:
+        return []
+    frame = run.institutions
+    status = frame.melt(id_vars="year", value_vars=["government_status", "insurer_status"],
+                        var_name="institution", value_name="status")
+    counts = status.groupby(["institution", "status"]).size().rename("years").reset_index()
+    return [
+        "<h2>Institutions</h2>",
+        "<p>The government and the insurer decide before the households each year "
+        "(docs/institutions.md); the levers in force and the money of each year, and how "
+        "their decisions went (a <code>rejected</code> decision broke a limit: last year's "
+        "levers within the limits were put in force).</p>",
+        _img(figure_to_png(plot_institutions(frame)), "institutions by year", bar),
+        _table(counts), _table(frame, 2),
+    ]
 
 
 def _figure(fig, alt: str) -> str:

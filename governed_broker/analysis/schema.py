@@ -10,7 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from governed_broker.analysis.errors import AnalysisInputError
-from governed_broker.contracts.columns import AGENT_YEARLY, MODEL_YEARLY_FIXED, Column
+from governed_broker.contracts.columns import (
+    AGENT_YEARLY,
+    INSTITUTIONS_YEARLY,
+    MODEL_YEARLY_FIXED,
+    Column,
+)
 from governed_broker.contracts.columns import model_columns as model_column_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +60,10 @@ def model_columns(actions: list[str] | tuple[str, ...]) -> dict[str, str]:
 
 #: Columns that the contract allows to be empty (everything else must be filled).
 NULLABLE_AGENT_COLUMNS = frozenset(c.name for c in AGENT_YEARLY if c.nullable)
+
+#: ``institutions_yearly.csv`` column -> pandas dtype, and the columns that may be empty.
+INSTITUTION_COLUMNS: dict[str, str] = _dtypes(INSTITUTIONS_YEARLY)
+NULLABLE_INSTITUTION_COLUMNS = frozenset(c.name for c in INSTITUTIONS_YEARLY if c.nullable)
 
 
 def effects_of(agents: pd.DataFrame, column: str) -> pd.Series:

@@ -5,8 +5,10 @@ sample_method, param.<path>..., status, attempts, started_at, finished_at, durat
 task_id, run_dir, error``. The combined tables hold the rows of every *done* run, in plan
 order (a run shared by coinciding sampler points appears once), with leading columns
 ``run_id, replicate, seed, param.<path>...``:
-``sweep_agents_yearly.parquet`` (from each ``agents_yearly.csv``) and ``sweep_model_yearly.csv``
-(from each ``model_yearly.csv``). All three files are written atomically.
+``sweep_agents_yearly.parquet`` (from each ``agents_yearly.csv``), ``sweep_model_yearly.csv``
+(from each ``model_yearly.csv``) and, when runs have institutions,
+``sweep_institutions_yearly.csv`` (from the runs' ``institutions_yearly.csv``). All files are
+written atomically.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from governed_broker.sweep.state import DONE, RunState, SweepDir, write_atomic
 INDEX_FILE = "sweep_runs.csv"
 AGENTS_FILE = "sweep_agents_yearly.parquet"
 MODEL_FILE = "sweep_model_yearly.csv"
+INSTITUTIONS_FILE = "sweep_institutions_yearly.csv"
 
 
 def load_plan(sweep_dir: SweepDir) -> SweepPlan:
@@ -76,13 +79,18 @@ def write_index(sweep_dir: SweepDir, plan: SweepPlan) -> pd.DataFrame:
     return frame
 
 
-def _combined(sweep_dir: SweepDir, index: pd.DataFrame, filename: str) -> pd.DataFrame:
+def _combined(sweep_dir: SweepDir, index: pd.DataFrame, filename: str,
+              optional: bool = False) -> pd.DataFrame:
+    """The rows of ``filename`` of every done run (``optional``: of the runs that have one)."""
     params = [c for c in index.columns if c.startswith(PARAM_PREFIX)]
     lead = ["run_id", "replicate", "seed", *params]
     frames = []
     done = index[index["status"] == DONE].drop_duplicates("run_id")  # shared sampler points
     for _, row in done.iterrows():
-        table = pd.read_csv(sweep_dir.run_dir(row["run_id"]) / filename)
+        path = sweep_dir.run_dir(row["run_id"]) / filename
+        if optional and not path.is_file():
+            continue
+        table = pd.read_csv(path)
         for position, column in enumerate(lead):
             table.insert(position, column, row[column])
         frames.append(table)
@@ -131,8 +139,11 @@ def collect(
             return index
     agents = _combined(sweep_dir, index, "agents_yearly.csv")
     model = _combined(sweep_dir, index, "model_yearly.csv")
+    institutions = _combined(sweep_dir, index, "institutions_yearly.csv", optional=True)
     _write_parquet(agents, sweep_dir.root / AGENTS_FILE)
     write_atomic(sweep_dir.root / MODEL_FILE, model.to_csv(index=False))
+    if len(institutions):
+        write_atomic(sweep_dir.root / INSTITUTIONS_FILE, institutions.to_csv(index=False))
     write_atomic(marker, json.dumps(done_ids) + "\n")
     return index
 

@@ -19,8 +19,10 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-#: The yearly tables compared byte for byte (header and rows).
+#: The yearly tables compared byte for byte (header and rows); ``institutions_yearly.csv`` when
+#: the parent has institutions.
 YEARLY_FILES = ("agents_yearly.csv", "model_yearly.csv")
+OPTIONAL_YEARLY_FILES = ("institutions_yearly.csv",)
 #: The broker's audit records, compared without their volatile fields.
 DECISIONS_FILE = "decisions.jsonl"
 #: Fields of a decision record that differ between a run and its re-simulation: the audit run
@@ -65,7 +67,8 @@ def compare_run(parent: Path, arm: Path, before: int | None) -> list[Difference]
     Returns:
         One ``Difference`` per file that differs (empty: the history is shared).
     """
-    found = [d for name in YEARLY_FILES
+    names = [*YEARLY_FILES, *(n for n in OPTIONAL_YEARLY_FILES if (parent / n).is_file())]
+    found = [d for name in names
              if (d := compare_yearly_csv(parent / name, arm / name, before)) is not None]
     has = [(parent / DECISIONS_FILE).is_file(), (arm / DECISIONS_FILE).is_file()]
     if any(has) and not all(has):

@@ -353,3 +353,23 @@ def test_yearly_tables_compare_raw_records_with_quoted_line_breaks(tmp_path) -> 
     assert compare_yearly_csv(parent, arm, 2).year == 1
     arm.write_text(text.replace("year,zone", "year,zone2"))
     assert compare_yearly_csv(parent, arm, 2).detail == "the header differs from the parent's"
+
+
+def test_a_run_with_institutions_branches_with_its_institutions_history(tmp_path) -> None:
+    parent = tmp_path / "inst"
+    run_experiment(load_experiment(REPO / "experiments" / "institutions.yaml", [
+        "population.size=30", "years=5", "outputs.plots=false", "outputs.progress=false",
+        "hazard.zones.high.annual_probability=0.3"]), parent, progress=False)
+    assert branch(str(parent), "--from-year", "3", "--arm",
+                  "rich=institutions.government.appropriation_per_household_usd=5000") == 0
+    out = tmp_path / "inst-branch-T3"
+    index = pd.read_csv(out / "sweep_runs.csv")
+    rich = out / index.loc[index["param.case"] == "rich", "run_id"].iloc[0]
+    name = "institutions_yearly.csv"
+    assert rows_before(rich / name, 3) == rows_before(parent / name, 3)
+    assert year_rows(rich / name, 3) != year_rows(parent / name, 3)
+    # a parent whose institutions' history the arm did not re-live is caught
+    assert compare_yearly_csv(parent / name, rich / name, 4) is not None
+    combined = pd.read_csv(out / "sweep_institutions_yearly.csv")
+    assert sorted(combined["param.case"].unique()) == ["inst", "rich"]
+    assert len(combined) == 2 * 5
