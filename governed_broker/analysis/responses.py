@@ -15,12 +15,14 @@ the flooded households with that of the dry ones of the same zone:
 A positive difference means flooded households insure more than their dry neighbours in the
 year of the flood.
 
-``post_flood_inaction`` asks what flooded households did, in four groups: those that could act
-(not elevated before the flood, some protective action open and affordable, and a decision of
-their own), the already elevated, those with no protective action they could take or pay for,
-and those for whom the broker executed its fallback. Only the first is behaviour in the sense
-of the B5 benchmark (``analysis.benchmarks``); the others are state or broker outcomes and are
-reported apart.
+``post_flood_inaction`` asks what flooded households did, in five groups: those that could act
+(not elevated before the flood, not insured by a lender's requirement, some protective action
+open and affordable, and a decision of their own), the already elevated, those whose mortgage
+lender enforces the mandatory purchase of insurance (``insurance_required``: their policy is
+renewed whatever they choose, so "doing nothing" leaves them insured), those with no protective
+action they could take or pay for, and those for whom the broker executed its fallback. Only the
+first is behaviour in the sense of the B5 benchmark (``analysis.benchmarks``); the others are
+state or broker outcomes and are reported apart.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from governed_broker.analysis.version import stamp
 from governed_broker.contracts.decision import FALLBACK_STATUSES
 
 #: The groups of flooded household-years, in order (see the module docstring).
-FLOOD_GROUPS = ("could_act", "elevated", "no_means", "fallback")
+FLOOD_GROUPS = ("could_act", "elevated", "required", "no_means", "fallback")
 
 
 def insurance_response(agents: pd.DataFrame, same_zone: bool = True) -> pd.DataFrame:
@@ -78,9 +80,10 @@ def post_flood_rows(agents: pd.DataFrame) -> pd.DataFrame:
     flooded = agents[agents["flooded"].astype(bool)]
     fallback = flooded["status"].isin(FALLBACK_STATUSES).to_numpy()
     elevated = flooded["elevated_before"].astype(bool).to_numpy()
+    required = flooded["insurance_required"].astype(bool).to_numpy()
     means = flooded["could_protect"].astype(bool).to_numpy()
-    group = np.select([fallback, elevated, ~means], ["fallback", "elevated", "no_means"],
-                      "could_act")
+    group = np.select([fallback, elevated, required, ~means],
+                      ["fallback", "elevated", "required", "no_means"], "could_act")
     return pd.DataFrame({"year": flooded["year"].astype(int).to_numpy(),
                          "agent_id": flooded["agent_id"].astype(int).to_numpy(), "group": group,
                          "inaction": (effects_of(flooded, "executed_action") == "none")

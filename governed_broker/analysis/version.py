@@ -5,7 +5,9 @@ string, so numbers in a paper can be traced to the exact definitions that produc
 it whenever the definition of any measure changes (not for refactors that keep the numbers).
 """
 
-METRIC_VERSION = "gb-metrics-2.0"
+#: 2.1: B5 (post-flood inaction) leaves out households whose lender enforces the mandatory
+#: purchase of insurance (reported apart as ``required``), as it leaves out elevated ones.
+METRIC_VERSION = "gb-metrics-2.1"
 
 
 def stamp(frame):

@@ -41,3 +41,27 @@ def test_all_zones_of_a_year_when_asked():
 def test_no_flood_gives_an_empty_table():
     rows = make_agents([{"year": 1, "agent_id": 1}, {"year": 1, "agent_id": 2}])
     assert insurance_response(rows).empty
+
+
+def test_flooded_households_are_grouped_by_what_they_could_do_and_only_could_act_is_b5():
+    from governed_broker.analysis.benchmarks import fit_to_benchmarks
+    from governed_broker.analysis.responses import post_flood_inaction
+
+    flooded = {"flooded": True, "could_protect": True, "executed_action": "do_nothing"}
+    rows = make_agents([
+        {"year": 1, "agent_id": 1, **flooded},                                # could act: idle
+        {"year": 1, "agent_id": 2, **flooded, "executed_action": "buy_insurance"},
+        {"year": 1, "agent_id": 3, **flooded, "elevated_before": True},       # elevated
+        {"year": 1, "agent_id": 4, **flooded, "insurance_required": True,     # lender insures
+         "lender_placed": True, "insured_after": True},
+        {"year": 1, "agent_id": 5, **flooded, "could_protect": False},        # no means
+        {"year": 1, "agent_id": 6, **flooded, "status": "rejected"},          # broker fallback
+        {"year": 1, "agent_id": 7},                                           # dry: not counted
+    ])
+    table = post_flood_inaction(rows).set_index("group")
+    assert list(table.index) == ["could_act", "elevated", "required", "no_means", "fallback"]
+    assert table["n"].tolist() == [2, 1, 1, 1, 1]
+    assert table.loc["could_act", "share_inaction"] == pytest.approx(0.5)
+    assert table.loc["required", "n_inaction"] == 1
+    b5 = fit_to_benchmarks(rows).table.set_index("id").loc["B5"]
+    assert b5["value"] == pytest.approx(0.5) and b5["n"] == 2
