@@ -16,7 +16,8 @@ from governed_broker.config import ConfigError, load_experiment
 from governed_broker.runner import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
-SMALL = REPO / "experiments" / "passaic_hindcast_small.yaml"
+SMALL = REPO / "experiments" / "passaic_calibration_small.yaml"
+HINDCAST_SMALL = REPO / "experiments" / "passaic_hindcast_small.yaml"
 TINY = ["population.size=200", "sweep.sampler.n=3", "sweep.replicates=2",
         "sweep.max_workers=1", "outputs.plots=false"]
 
@@ -65,8 +66,14 @@ def test_calibrate_needs_targets_and_a_sweep(tmp_path, capsys) -> None:
     assert main(["calibrate", str(SMALL), "--set", "sweep=null"]) == 2
 
 
+def test_the_hindcast_files_run_once_and_their_calibrations_sweep() -> None:
+    for name in ("passaic_hindcast", "passaic_hindcast_small", "passaic_hindcast_llm"):
+        assert load_experiment(REPO / "experiments" / f"{name}.yaml").sweep is None
+    assert load_experiment(SMALL).sweep.sampler.n == 40
+
+
 def test_the_small_hindcast_runs_13_years_and_its_report_compares(tmp_path) -> None:
-    config = load_experiment(SMALL, ["population.size=300", "outputs.plots=false"])
+    config = load_experiment(HINDCAST_SMALL, ["population.size=300", "outputs.plots=false"])
     out = run_experiment(config, tmp_path / "run", progress=False).out_dir
     model = pd.read_csv(out / "model_yearly.csv")
     assert model["year"].tolist() == list(range(1, 14))
