@@ -70,6 +70,8 @@ def test_the_hindcast_files_run_once_and_their_calibrations_sweep() -> None:
     for name in ("passaic_hindcast", "passaic_hindcast_small", "passaic_hindcast_llm"):
         assert load_experiment(REPO / "experiments" / f"{name}.yaml").sweep is None
     assert load_experiment(SMALL).sweep.sampler.n == 40
+    llm = load_experiment(REPO / "experiments" / "passaic_calibration_llm.yaml").sweep
+    assert "llm.temperature" in llm.sampler.bounds
 
 
 def test_the_small_hindcast_runs_13_years_and_its_report_compares(tmp_path) -> None:

@@ -54,7 +54,10 @@ def fake_run(config, out_dir, *, progress: bool = True) -> Path:
             "array_job": os.environ.get("SLURM_ARRAY_JOB_ID"),
             "array_task": os.environ.get("SLURM_ARRAY_TASK_ID"),
         }
-        (markers / f"{out_dir.name}.json").write_text(json.dumps(info), encoding="utf-8")
+        # written whole, then renamed: the test reads the marker as soon as it appears
+        tmp = markers / f".{out_dir.name}.tmp"
+        tmp.write_text(json.dumps(info), encoding="utf-8")
+        os.replace(tmp, markers / f"{out_dir.name}.json")
         if size == 19:
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(300)
