@@ -233,6 +233,8 @@ class MemoryParams(StrictModel):
         Raises:
             ValueError: an override names no scalar parameter, or its value is invalid.
         """
+        if not overrides:  # already validated: every household's engine shares it
+            return self
         unknown = sorted(set(overrides) - set(SCALAR_PARAMS))
         if unknown:
             raise ValueError(
