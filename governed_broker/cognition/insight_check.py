@@ -48,10 +48,12 @@ def unsupported(insight: str, memories: Sequence[str], year: int,
         year: The year reflected on.
         claims: The claims to check.
     """
-    known = [float(year)] + [n for text in memories for n in numbers_in(text)]
-    for value in numbers_in(insight):
-        if not _close(value, known):
-            return f"the number {value:g} is in no source memory"
+    stated = numbers_in(insight)
+    if stated:  # most insights state no number: the memories' numbers are read only if needed
+        known = [float(year)] + [n for text in memories for n in numbers_in(text)]
+        for value in stated:
+            if not _close(value, known):
+                return f"the number {value:g} is in no source memory"
     for claim in claims:
         if claim.insight.search(insight) and not any(claim.memory.search(m) for m in memories):
             return f"claim '{claim.name}' is in no source memory"

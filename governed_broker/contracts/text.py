@@ -138,6 +138,8 @@ def clean_json_strings(value: Any, max_chars: int = MAX_REPLY_CHARS) -> tuple[An
 
     def walk(node: Any) -> Any:
         if isinstance(node, str):
+            if len(node) <= max_chars and not _ANY_CHANGE.search(node):
+                return node  # clean_text's own first test, without its call (hot path)
             text, changed = clean_text(node, max_chars)
             notes.update(re.sub(r"\d+ ", "", n) for n in changed)
             return text

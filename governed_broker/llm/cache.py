@@ -14,6 +14,7 @@ import json
 import sqlite3
 import threading
 import time
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,13 +57,15 @@ def cache_key(backend_kind: str, model_id: str, request: LLMRequest) -> str:
                               "max_tokens": request.max_tokens, "num_ctx": request.num_ctx,
                               **request.sampling_options()})
     text = "".join((
-        '{"backend":', canonical_json(backend_kind),
+        '{"backend":', encode_basestring(backend_kind),
         ',"messages":', messages_json(request.messages, "canonical"),
-        ',"model":', canonical_json(model_id), ',"options":', options,
+        ',"model":', encode_basestring(model_id), ',"options":', options,
         ',"schema":', schema_json(request.json_schema, "canonical"),
-        ',"v":', canonical_json(KEY_VERSION), "}"))
+        _KEY_END))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
+
+_KEY_END = f',"v":{canonical_json(KEY_VERSION)}}}'
 
 #: ``extra`` keys that describe one call, not the reply (left out of cached payloads).
 _PER_CALL = ("transport_retries", "transport_wait_s")

@@ -46,6 +46,10 @@ def _string(text: str, ascii_only: bool) -> str:
     encode = encode_basestring_ascii if ascii_only else encode_basestring
     if len(text) < _LONG:
         return encode(text)
+    if ascii_only and text.isascii() and "\x7f" not in text:
+        # both forms escape the same characters of such a text (only the ASCII form escapes
+        # DEL and beyond): one encoding serves the prompt hash, the cache key and the call log
+        ascii_only, encode = False, encode_basestring
     return _remember((ascii_only, id(text)), lambda: (text, encode(text)))[1]
 
 

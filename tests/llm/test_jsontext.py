@@ -32,6 +32,19 @@ def test_messages_are_encoded_as_json_dumps_would(messages, form) -> None:
                                                           **OPTIONS[form])
 
 
+ASCII_LONG = st.text(alphabet=st.characters(max_codepoint=0x80), min_size=64, max_size=200)
+
+
+@given(st.lists(st.fixed_dictionaries({"role": ROLE, "content": ASCII_LONG | LONG}),
+                min_size=1, max_size=3),
+       st.permutations(list(OPTIONS)))
+def test_one_message_encoded_in_every_form_in_turn_is_each_forms_json(messages, forms) -> None:
+    # an ASCII text's encoding is shared by the forms (DEL and beyond are escaped apart)
+    for form in forms:
+        assert messages_json(messages, form) == json.dumps([dict(m) for m in messages],
+                                                          **OPTIONS[form])
+
+
 @given(st.dictionaries(TEXT, SCHEMA, max_size=4), st.sampled_from(list(OPTIONS)))
 def test_schemas_are_encoded_as_json_dumps_would(schema, form) -> None:
     for _ in range(2):
@@ -40,14 +53,15 @@ def test_schemas_are_encoded_as_json_dumps_would(schema, form) -> None:
 
 
 @given(st.lists(MESSAGE, min_size=1, max_size=3), st.dictionaries(TEXT, SCHEMA, max_size=3),
-       st.integers(0, 2**63 - 1), st.floats(0, 2), st.integers(1, 4096))
+       st.integers(0, 2**63 - 1), st.floats(0, 2), st.integers(1, 4096), TEXT, TEXT)
 def test_the_cache_key_is_the_sha256_of_the_canonical_document(messages, schema, seed,
-                                                               temperature, tokens) -> None:
+                                                               temperature, tokens, kind,
+                                                               model) -> None:
     request = LLMRequest.of(messages, json_schema=schema or None, seed=seed,
                             temperature=temperature, max_tokens=tokens, num_ctx=2 * tokens)
-    document = {"v": KEY_VERSION, "backend": "kind", "model": "model@sha",
+    document = {"v": KEY_VERSION, "backend": kind, "model": model,
                 "messages": [dict(m) for m in messages], "schema": request.json_schema,
                 "options": {"temperature": temperature, "seed": seed, "max_tokens": tokens,
                             "num_ctx": 2 * tokens}}
     expected = hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
-    assert cache_key("kind", "model@sha", request) == expected
+    assert cache_key(kind, model, request) == expected
