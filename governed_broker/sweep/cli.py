@@ -202,7 +202,8 @@ def format_plan(plan: SweepPlan, sweep_dir, executor: str) -> str:
                     for k, v in run.params.items()})
         row["status"] = "invalid" if run.error else status
         rows.append(row)
-    table = pd.DataFrame(rows).to_string(index=False)
+    # a parameter a run does not set (a branch's reference arm has no policy change) shows "-"
+    table = pd.DataFrame(rows).to_string(index=False, na_rep="-")
     todo = len({r["run_id"] for r in rows if r["status"] not in ("done", "invalid")})
     lines = [table, f"{len(rows)} runs ({todo} distinct to run) with executor {executor} "
                     f"into {sweep_dir.root}"]

@@ -146,6 +146,7 @@ def test_dry_run_prints_the_arms_and_writes_nothing(branched, capsys) -> None:
                   "--out", str(out), "--dry-run") == 0
     text = capsys.readouterr().out
     assert "a: from year 5" in text and "2 runs (2 distinct to run)" in text
+    assert "NaN" not in text  # the reference arm sets no policy change: shown as "-"
     assert not out.exists()
 
 
