@@ -209,6 +209,8 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
         maker.close()
     seconds = time.perf_counter() - t0
     manifest = _manifest(config, chash, maker, started, seconds, model, rows)
+    n_households = model.n
+    model.release()
     manifest["resumed_from_year"] = None if ckpt is None else ckpt.year
     manifest["llm"] = llm
     if institutions is not None:
@@ -218,7 +220,7 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
         write_atomic(work / gate.CARD_FILE, gate.card_text)
     _finalise(config, work, manifest)
     _publish(work, out_dir)
-    return RunResult(out_dir, config.years, model.n, rows, seconds, maker.name,
+    return RunResult(out_dir, config.years, n_households, rows, seconds, maker.name,
                      None if ckpt is None else ckpt.year)
 
 
@@ -304,12 +306,31 @@ def _simulate(
     ckpt: Checkpoint | None, verified: Verified | None, progress: bool,
     institution_makers: Mapping[str, InstitutionMaker] | None = None,
 ) -> tuple[FloodModel, int]:
-    from tqdm import tqdm
-
+    """The run's world, simulated to its last year (the caller releases it once read), and
+    the number of agent rows written."""
     config = experiment.config
     model = FloodModel(config, maker, agent_types=experiment.domain, run_dir=work,
                        institutions_domain=experiment.institutions,
                        institution_makers=institution_makers)
+    try:
+        rows = _years(model, experiment, work, ckpt, verified, progress)
+        if model.world_memory is not None:
+            model.world_memory.finish(model.year, markdown=config.outputs.memory_markdown)
+    except BaseException:
+        if model.world_memory is not None:
+            model.world_memory.abandon()
+        model.release()
+        raise
+    return model, rows
+
+
+def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
+           ckpt: Checkpoint | None, verified: Verified | None, progress: bool) -> int:
+    """Simulate the years still to run, writing each year's rows and checkpoint; the number
+    of agent rows written in all."""
+    from tqdm import tqdm
+
+    config = experiment.config
     rows, mode = 0, "w"
     checkpoints = CheckpointWriter(work, experiment.config_hash, verified)
     if ckpt is not None:
@@ -348,9 +369,7 @@ def _simulate(
                                  for r in model.institutions.records)
             rows += len(cols["agent_id"])
             checkpoints.write(model, rows)
-    if model.world_memory is not None:
-        model.world_memory.finish(model.year, markdown=config.outputs.memory_markdown)
-    return model, rows
+    return rows
 
 
 @contextmanager

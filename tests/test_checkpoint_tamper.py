@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,9 @@ def _flip(path: Path, offset: int) -> None:
 
 
 def _edit_memory(out: Path) -> None:
-    with sqlite3.connect(partial_dir(out) / "memory.sqlite") as conn:
+    # closed here: the last connection's close moves the WAL into memory.sqlite, which must
+    # happen before the test's snapshot, not whenever the connection is collected
+    with closing(sqlite3.connect(partial_dir(out) / "memory.sqlite")) as conn, conn:
         conn.execute("UPDATE episodes SET content = content || '!' WHERE rid = 1")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pandas as pd
@@ -10,6 +11,7 @@ import pytest
 from governed_broker.config.loader import load_agent_types
 from governed_broker.runner import OutputExistsError, partial_dir, run_experiment
 from governed_broker.sim import AGENT_COLUMNS, model_columns
+from governed_broker.sim.model import FloodModel
 
 CONTRACT_AGENT = (
     "year, agent_id, tenure, flood_zone, income_usd, marginalised, savings_before_usd, "
@@ -83,6 +85,22 @@ def test_same_seed_identical_other_seed_different(experiments, tmp_path) -> None
     assert outs[0][0] != outs[2][0] and outs[0][1] != outs[2][1]
 
 
+def _worlds_alive() -> int:
+    gc.collect()
+    return sum(isinstance(o, FloodModel) for o in gc.get_objects())
+
+
+def test_a_finished_or_failed_run_leaves_no_world_alive(experiments, tmp_path) -> None:
+    # Mesa 3.3's class-level agent counter kept every model of a process (mesa/mesa#3179)
+    before = _worlds_alive()
+    run_experiment(experiments.config(["years=2"]), tmp_path / "run", progress=False)
+    assert _worlds_alive() == before
+    with pytest.raises(RuntimeError, match="exploded"):
+        run_experiment(experiments.config(["years=2"]), tmp_path / "failed", progress=False,
+                       decision_maker=_Broken())
+    assert _worlds_alive() == before
+
+
 def test_refuses_existing_output_unless_overwrite(experiments, tmp_path) -> None:
     config = experiments.config(["years=2"])
     run_experiment(config, tmp_path / "run", progress=False)
@@ -91,25 +109,28 @@ def test_refuses_existing_output_unless_overwrite(experiments, tmp_path) -> None
     run_experiment(config, tmp_path / "run", progress=False, overwrite=True)
 
 
+class _Broken:
+    """A decision maker whose backend fails in year 1."""
+
+    name = "broken"
+
+    def decide(self, situations):
+        raise RuntimeError("backend exploded")
+
+    def end_year(self, year, households):
+        pass
+
+    def provenance(self):
+        return None
+
+    def close(self):
+        pass
+
+
 def test_failed_run_leaves_no_complete_directory(experiments, tmp_path) -> None:
-    class Broken:
-        name = "broken"
-
-        def decide(self, situations):
-            raise RuntimeError("backend exploded")
-
-        def end_year(self, year, households):
-            pass
-
-        def provenance(self):
-            return None
-
-        def close(self):
-            pass
-
     with pytest.raises(RuntimeError, match="exploded"):
         run_experiment(experiments.config(), tmp_path / "run", progress=False,
-                       decision_maker=Broken())
+                       decision_maker=_Broken())
     assert not (tmp_path / "run").exists()
 
 

@@ -222,6 +222,12 @@ class EpisodicStore:
         self._conn.commit()
         self._conn.close()
 
+    def abandon(self) -> None:
+        """Close the database without committing what is pending (a failed run: resuming
+        starts from its last checkpoint)."""
+        self._conn.rollback()
+        self._conn.close()
+
     def __enter__(self) -> EpisodicStore:
         return self
 

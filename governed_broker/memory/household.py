@@ -342,3 +342,7 @@ class RunMemoryWriter:
     def close(self) -> None:
         """Commit and close ``memory.sqlite``."""
         self.store.close()
+
+    def abandon(self) -> None:
+        """Close ``memory.sqlite`` without committing (a failed run)."""
+        self.store.abandon()

@@ -169,6 +169,12 @@ class WorldMemory:
             self.writer.write_markdown(self.households.values(), year=year)
         self.writer.close()
 
+    def abandon(self) -> None:
+        """A failed run: the store closed at once, without committing, so that nothing is
+        written into ``memory.sqlite`` later, when the world is collected."""
+        if self.writer is not None:
+            self.writer.abandon()
+
     # ------------------------------------------------------------------------------ state
     def changes(self) -> list[list[Any]]:
         """``[agent_id, changes]`` of every household whose memory changed since the last call

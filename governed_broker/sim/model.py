@@ -639,6 +639,20 @@ class FloodModel(mesa.Model):
                                  self.world_memory.memory_of(i + 1).engine)
                 for i in self.active_index.tolist()]
 
+    def release(self) -> None:
+        """Let this finished world be garbage-collected.
+
+        Mesa 3.3 numbers agents with a class-level counter keyed by the model
+        (``mesa.Agent._ids``), which keeps every model a process ever built alive, households,
+        memories and all (mesa/mesa#3179, fixed in Mesa 3.4): a notebook or test process that
+        runs many experiments grew with each, and its garbage collector slowed down. The
+        runner calls this when a run ends; nothing of the model may be used afterwards
+        except what was already read from it.
+        """
+        ids = getattr(mesa.Agent, "_ids", None)
+        if isinstance(ids, dict):  # absent in Mesa >= 3.4, which numbers agents in the model
+            ids.pop(self, None)
+
     def collect_phase(self) -> None:
         """7. The year's rows for ``agents_yearly.csv`` and ``model_yearly.csv``."""
         view = YearView(self.year, self.current, self.hh, self.zones, self.action_ids,
