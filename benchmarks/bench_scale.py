@@ -16,7 +16,9 @@ Sections:
   households (``--cost-years``, default 5) and of the 1,000 x 20 run of the issue's target.
 * ``years``: the same at 100 households and 5, 20 and 40 years, and the marginal CPU of one
   household-year in years 6-10 and 36-40 (from the 40-year run; each year's CPU is measured
-  from the end of one checkpoint to the end of the next, so it includes the checkpoint).
+  from the end of one checkpoint to the end of the next, so it includes the checkpoint), with
+  the LLM calls per household-year of each window (decisions, re-asks, reflections) and the CPU
+  per call: later years may ask more, which is work, not a cost of the history kept.
 * ``checkpoint``: bytes written to ``checkpoints/`` and seconds of the checkpoint per year
   (1,000 households x 30 years).
 * ``cohort``: cohort mode against a full run (``governed-broker cohort-check``) on 500
@@ -57,6 +59,7 @@ SCRIPT = Path(__file__).resolve().parent / "instant_llm.yaml"
 from governed_broker import checkpoint as ckpt  # noqa: E402
 from governed_broker.config import load_experiment  # noqa: E402
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse  # noqa: E402
+from governed_broker.llm.call_log import CallLog  # noqa: E402
 from governed_broker.llm.scripted import ScriptedBackend  # noqa: E402
 from governed_broker.runner import run_experiment  # noqa: E402
 
@@ -77,12 +80,15 @@ def settings(households: int, years: int, cache: Path, extra: list[str] = ()) ->
 
 
 class YearClock:
-    """Records CPU time, wall time and checkpoint bytes at the end of every checkpoint."""
+    """Records CPU time, wall time, checkpoint bytes and LLM calls so far (``calls``, a
+    counter) at the end of every checkpoint."""
 
-    def __init__(self) -> None:
+    def __init__(self, calls: CallCounter | None = None) -> None:
         self.ends: list[tuple[float, float]] = []
         self.write_s: list[float] = []
         self.bytes: list[int] = []
+        self.calls_at: list[int] = []
+        self._calls = calls
         self._files: dict[str, tuple[int, int]] = {}
         self._original = ckpt.CheckpointWriter.write
 
@@ -95,6 +101,7 @@ class YearClock:
             clock.write_s.append(time.perf_counter() - t0)
             clock.ends.append((time.process_time(), time.perf_counter()))
             clock.bytes.append(clock._written(writer.work / ckpt.CHECKPOINT_DIR))
+            clock.calls_at.append(clock._calls.calls if clock._calls is not None else 0)
             return out
 
         ckpt.CheckpointWriter.write = write
@@ -114,6 +121,28 @@ class YearClock:
             total += size if old is None or old[0] != ino else max(0, size - old[1])
         self._files = now
         return total
+
+
+class CallCounter:
+    """Counts the LLM calls of a run (every call the call log records: decisions, re-asks and
+    reflections, answered by the backend or the cache)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._original = CallLog.record
+
+    def __enter__(self) -> CallCounter:
+        counter, original = self, self._original
+
+        def record(log, *args, **kwargs):
+            counter.calls += 1
+            return original(log, *args, **kwargs)
+
+        CallLog.record = record
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        CallLog.record = self._original
 
 
 class LLMClock:
@@ -146,18 +175,20 @@ def timed_run(households: int, years: int, extra: list[str] = ()) -> dict[str, A
     with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
         config = load_experiment(EXPERIMENT, settings(households, years,
                                                       Path(tmp) / "cache.sqlite", extra))
-        with YearClock() as clock, LLMClock() as llm:
+        with CallCounter() as calls, YearClock(calls) as clock, LLMClock() as llm:
             c0, t0 = time.process_time(), time.perf_counter()
             run_experiment(config, Path(tmp) / "run", progress=False)
             cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     cpu_ends = [c0] + [c for c, _ in clock.ends]
     per_year = [b - a for a, b in zip(cpu_ends, cpu_ends[1:], strict=False)]
+    call_ends = [0] + clock.calls_at
+    year_calls = [b - a for a, b in zip(call_ends, call_ends[1:], strict=False)]
     household_years = households * years
     return {"households": households, "years": years, "cpu_s": cpu, "wall_s": wall,
             "ms_per_household_year": 1000 * cpu / household_years,
             "llm_cpu_s": llm.cpu_s,
             "framework_ms_per_household_year": 1000 * (cpu - llm.cpu_s) / household_years,
-            "year_cpu_s": per_year, "checkpoint_s": clock.write_s,
+            "year_cpu_s": per_year, "year_calls": year_calls, "checkpoint_s": clock.write_s,
             "checkpoint_bytes": clock.bytes}
 
 
@@ -186,6 +217,11 @@ def _marginal(r: dict[str, Any], first: int, last: int) -> float:
     return 1000 * sum(years) / (len(years) * r["households"])
 
 
+def _calls_per_household_year(r: dict[str, Any], first: int, last: int) -> float:
+    calls = r["year_calls"][first - 1:last]
+    return sum(calls) / (len(calls) * r["households"])
+
+
 def section_years(args) -> dict[str, Any]:
     out = {}
     for years in (5, 20, 40):
@@ -195,9 +231,19 @@ def section_years(args) -> dict[str, Any]:
               f"{_cost_line(r)}", flush=True)
     r = out["40"]
     early, late = _marginal(r, 6, 10), _marginal(r, 36, 40)
-    out["marginal_ms"] = {"6-10": early, "36-40": late, "ratio": late / early}
+    # later years may simply ask more (re-asks follow the world's state): the cost per call
+    # tells that from a cost that grows with the history kept
+    calls_early = _calls_per_household_year(r, 6, 10)
+    calls_late = _calls_per_household_year(r, 36, 40)
+    per_call = (late / calls_late) / (early / calls_early)
+    out["marginal_ms"] = {"6-10": early, "36-40": late, "ratio": late / early,
+                          "calls_per_household_year": {"6-10": calls_early,
+                                                       "36-40": calls_late},
+                          "ratio_per_call": per_call}
     print(f"years marginal ms CPU per household-year: years 6-10 {early:.2f}, years 36-40 "
-          f"{late:.2f} (ratio {late / early:.2f})", flush=True)
+          f"{late:.2f} (ratio {late / early:.2f}); LLM calls per household-year "
+          f"{calls_early:.2f} and {calls_late:.2f}; ms per call {early / calls_early:.3f} and "
+          f"{late / calls_late:.3f} (ratio {per_call:.2f})", flush=True)
     return out
 
 
