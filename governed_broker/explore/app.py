@@ -30,13 +30,14 @@ from governed_broker.explore.timeline import household_timeline
 from governed_broker.explore.views import (
     DecisionList,
     HouseholdPicker,
+    InstitutionsTab,
     Neighbourhood,
     Overview,
     Timeline,
 )
 
 REFRESH_S = 2.0
-TABS = ("overview", "households", "decisions")
+TABS = ("overview", "households", "decisions", "institutions")
 
 
 def _target() -> Target:
@@ -134,7 +135,8 @@ def _run_stamp(path: Path) -> tuple:
 
 @solara.component
 def RunPage(path: Path, query: dict[str, str]) -> None:
-    """One run: overview, households (map and timeline) and decisions."""
+    """One run: overview, households (map and timeline), decisions and, when the run has
+    them, the institutions' decisions."""
     tick = _use_refresh(lambda: _run_stamp(path), str(path))
     view, problem = solara.use_memo(lambda: _load(path), [str(path), tick])
     tab, set_tab = solara.use_state(TABS.index(query["tab"]) if query.get("tab") in TABS else
@@ -157,6 +159,8 @@ def RunPage(path: Path, query: dict[str, str]) -> None:
         set_year(at)
         set_tab(1)
 
+    if view.institutions is None and tab == TABS.index("institutions"):
+        tab = 0  # asked for in the address of a run without institutions
     with solara.lab.Tabs(value=tab, on_value=set_tab):
         with solara.lab.Tab("Overview"):
             Overview(view)
@@ -165,6 +169,9 @@ def RunPage(path: Path, query: dict[str, str]) -> None:
                           set_household)
         with solara.lab.Tab("Decisions"):
             DecisionList(view, open_decision, query)
+        if view.institutions is not None:  # the last tab: the others keep their index
+            with solara.lab.Tab("Institutions"):
+                InstitutionsTab(view)
 
 
 @solara.component

@@ -1,7 +1,8 @@
 """One run as the explorer shows it: every file of the run directory, read at one moment.
 
 ``load_view`` reads the tables (typed by the output contract), the broker's audit
-(``decisions.jsonl``), the reflections, the validity card and the benchmark fit. Memories
+(``decisions.jsonl``), the reflections, the institutions' table and audit (when the run has
+institutions), the validity card and the benchmark fit. Memories
 (``memory.sqlite``) and prompts (``llm_calls.sqlite``) are looked up when a household is opened,
 so a large run opens quickly. A running run is read from its ``.partial`` directory up to its
 last complete year (the year of the last row of ``model_yearly.csv``, which the runner writes
@@ -30,7 +31,9 @@ from governed_broker.analysis.loaders import (
 from governed_broker.analysis.schema import (
     AGENT_COLUMNS,
     DEFAULT_ACTION_EFFECTS,
+    INSTITUTION_COLUMNS,
     NULLABLE_AGENT_COLUMNS,
+    NULLABLE_INSTITUTION_COLUMNS,
     model_columns,
 )
 from governed_broker.explore.files import (
@@ -44,9 +47,10 @@ from governed_broker.explore.validity_card import ValidityCard, read_validity_ca
 AGENTS_FILE, MODEL_FILE = "agents_yearly.csv", "model_yearly.csv"
 DECISIONS_FILE, REFLECTIONS_FILE = "decisions.jsonl", "reflections.jsonl"
 MEMORY_FILE, CALLS_FILE = "memory.sqlite", "llm_calls.sqlite"
+INSTITUTIONS_FILE, INSTITUTIONS_AUDIT = "institutions_yearly.csv", "institutions.jsonl"
 #: Files whose change means the view must be read again (live runs grow them year by year).
-WATCHED = (AGENTS_FILE, MODEL_FILE, DECISIONS_FILE, REFLECTIONS_FILE, "manifest.json",
-           "validity_card.json")
+WATCHED = (AGENTS_FILE, MODEL_FILE, DECISIONS_FILE, REFLECTIONS_FILE, INSTITUTIONS_FILE,
+           INSTITUTIONS_AUDIT, "manifest.json", "validity_card.json")
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,10 @@ class RunView:
         labels: The appraisal scale, lowest first.
         decisions: (agent id, year) -> audit record of ``decisions.jsonl``.
         reflections: (agent id, year) -> record of ``reflections.jsonl``.
+        institutions: Typed ``institutions_yearly.csv`` (complete years; None: the run has no
+            institutions).
+        institution_decisions: Records of ``institutions.jsonl`` (complete years), in the
+            order they were decided (government, then insurer, each year).
         card: The validity card (None when the run has none).
         card_problem: Why a present ``validity_card.json`` could not be read.
         fit: Fit to ``configs/benchmarks.yaml`` (None when it cannot be computed).
@@ -119,6 +127,8 @@ class RunView:
     labels: tuple[str, ...]
     decisions: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     reflections: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    institutions: pd.DataFrame | None = None
+    institution_decisions: list[dict[str, Any]] = field(default_factory=list)
     card: ValidityCard | None = None
     card_problem: str | None = None
     fit: BenchmarkFit | None = None
@@ -226,9 +236,31 @@ def load_view(path: Path, live: bool) -> RunView:
         manifest=manifest, config=config, agents=agents, model=model, actions=actions,
         labels=labels, decisions=_by_household_year(path / DECISIONS_FILE, last),
         reflections=_by_household_year(path / REFLECTIONS_FILE, last), stamp=stamp)
+    view.institutions, view.institution_decisions = _institutions(path, last)
     view.card, view.card_problem = read_validity_card(path / "validity_card.json")
     view.fit, view.fit_problem = _fit(view)
     return view
+
+
+def _institutions(path: Path, last_year: int) -> tuple[pd.DataFrame | None, list[dict[str, Any]]]:
+    """The institutions' yearly table and decision records up to ``last_year`` (None and []
+    for a run without institutions)."""
+    raw = read_csv_complete(path / INSTITUTIONS_FILE)
+    if raw is None:
+        return None, []
+    raw = raw[pd.to_numeric(raw["year"], errors="coerce") <= last_year] if "year" in raw else raw
+    table = coerce_columns(raw, INSTITUTION_COLUMNS, str(path / INSTITUTIONS_FILE),
+                           NULLABLE_INSTITUTION_COLUMNS)
+    records = []
+    for record in read_jsonl_complete(path / INSTITUTIONS_AUDIT):
+        try:
+            year = int(record["year"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise AnalysisInputError(f"{path / INSTITUTIONS_AUDIT}: a record without an "
+                                     f"integer year ({exc})") from exc
+        if year <= last_year:
+            records.append(record)
+    return table.sort_values("year", kind="stable").reset_index(drop=True), records
 
 
 def _actions(manifest: dict[str, Any], model_raw: pd.DataFrame | None,

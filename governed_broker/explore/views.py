@@ -325,3 +325,60 @@ def DecisionList(view: RunView, on_open: Callable[[int, int], None],
             label += f" · {row.laundering}"
         solara.Button(label, text=True, classes=["gb-decision"], style=NO_CAPS,
                       on_click=lambda a=row.agent_id, y=row.year: on_open(int(a), int(y)))
+
+
+#: Columns of ``institutions_yearly.csv`` the Institutions tab shows, in order.
+INSTITUTION_TABLE_COLUMNS = (
+    "year", "government_status", "subsidy_share", "subsidy_budget_usd", "buyout_budget_usd",
+    "funds_available_usd", "grants_paid_usd", "buyouts_paid_usd", "balance_end_usd",
+    "insurer_status", "loading", "crs_discount", "premiums_written_usd", "claims_usd",
+    "loss_ratio")
+
+
+@solara.component
+def InstitutionsTab(view: RunView) -> None:
+    """The government's and the insurer's levers and money by year, then each decision: who
+    made it, its status, the levers before, proposed and put in force, the reason, and the
+    rules that fired on an LLM maker's replies."""
+    _line("Levers and money by year (institutions_yearly.csv)", bold=True, size="1.1em")
+    solara.DataFrame(view.institutions[list(INSTITUTION_TABLE_COLUMNS)], items_per_page=20)
+    _line(f"Decisions (institutions.jsonl): {len(view.institution_decisions)}", bold=True,
+          size="1.1em")
+    for record in view.institution_decisions:
+        _institution_decision(record)
+
+
+def _levers(levers: dict[str, Any] | None) -> str:
+    if not levers:
+        return "-"
+    return ", ".join(f"{k} {_number(v)}" for k, v in levers.items())
+
+
+def _number(value: Any) -> str:
+    """Shares and factors as written, money in whole dollars with thousands separators."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return str(value)
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:g}"
+
+
+def _institution_decision(record: dict[str, Any]) -> None:
+    title = (f"year {record.get('year')} · {record.get('institution')} · "
+             f"{record.get('decision_maker')} · {record.get('status')}")
+    if record.get("retries"):
+        title += f" · {record['retries']} re-ask(s)"
+    with solara.Column(classes=["gb-institution-decision"], gap="0px"):
+        _line(title, bold=True)
+        _line(f"before: {_levers(record.get('levers_before'))}")
+        if record.get("proposed") != record.get("levers"):
+            _line(f"proposed: {_levers(record.get('proposed'))}")
+        _line(f"in force: {_levers(record.get('levers'))}")
+        if record.get("backstop"):
+            _line(f"refused by the world's limits: {', '.join(record['backstop'])}")
+        fired = record.get("rules_fired") or []
+        if fired:
+            _line("rules fired: " + ", ".join(
+                f"{r.get('id')} ({r.get('severity')}, attempt {r.get('attempt')})"
+                for r in fired))
+        if record.get("assessment"):
+            _line(f"assessment: {record['assessment']}")
+        _line(f"reason: {record.get('reason') or '-'}")

@@ -125,3 +125,23 @@ def partial_run():
         return work
 
     return make
+
+
+@pytest.fixture(scope="module")
+def institutions_run(tmp_path_factory) -> Path:
+    """A finished run of ``experiments/institutions.yaml`` with a scripted LLM deciding for the
+    government and the insurer (``tests/fixtures/scripted_institutions.yaml``: the government
+    first asks for more than its funds, a rule fires and it is asked again) and baseline
+    households: 30 households, 3 years."""
+    from governed_broker.config import load_experiment
+    from governed_broker.runner import run_experiment
+
+    llm = {"backend": "scripted", "model": "institutions", "cache": {"mode": "off"},
+           "script": str(FIXTURES / "scripted_institutions.yaml")}
+    config = load_experiment(REPO_ROOT / "experiments" / "institutions.yaml", [
+        "population.size=30", "years=3", "outputs.plots=false", f"llm={json.dumps(llm)}",
+        "institutions.government.maker=llm", "institutions.insurer.maker=llm",
+        "institutions.government.appropriation_per_household_usd=1000"])
+    out = tmp_path_factory.mktemp("institutions") / "run"
+    run_experiment(config, out, progress=False)
+    return out

@@ -136,3 +136,25 @@ def test_a_running_run_is_shown_live_and_followed_when_it_finishes(browser, expl
     work.rename(out)  # finished: the runner renames <out>.partial to <out>
     _wait_for(browser, lambda d: "years 4 of 4, finished" in _text(d), "the finished run")
     browser.save_screenshot(str(artifacts / "explorer_live_run_finished.png"))
+
+
+def test_the_institutions_tab_lists_each_decision(browser, explorer_of, institutions_run,
+                                                  artifacts) -> None:
+    url = explorer_of(institutions_run)
+    browser.get(url + "?tab=institutions")
+    _wait_for(browser, lambda d: "Decisions (institutions.jsonl): 6" in _text(d),
+              "the institutions' decisions")
+    text = _text(browser)
+    lines = text.splitlines()
+    government = next(i for i, line in enumerate(lines)
+                      if line.startswith("year 1 · government · llm:scripted/"))
+    assert lines[government].endswith("· retry_approved · 1 re-ask(s)")
+    # its first reply asked for more than the fund holds: the rule, the proposal, what held
+    assert "rules fired: budget_within_funds (ERROR, attempt 0)" in lines[government:]
+    assert "proposed: subsidy_share 0.5, grant_budget_usd 90,000,000, buyout_budget_usd " \
+           "90,000,000" in lines[government:]
+    assert any(line.startswith("year 3 · insurer · llm:scripted/")
+               and line.endswith("· approved") for line in lines)
+    assert "Levers and money by year" in text
+    browser.save_screenshot(str(artifacts / "explorer_institutions.png"))
+    assert _severe_console_errors(browser) == []

@@ -64,3 +64,31 @@ def test_the_validity_card_is_read_or_its_problem_shown(tmp_path: Path) -> None:
     (run / "validity_card.json").write_text(json.dumps({"tests": [{"name": "x", "n": 1.5}]}))
     view = load_view(run, live=False)
     assert view.card is None and "tests[0].n must be an integer" in view.card_problem
+
+
+def test_a_run_with_institutions_has_their_table_and_decisions(institutions_run) -> None:
+    view = load_view(institutions_run, live=False)
+    assert list(view.institutions["year"]) == [1, 2, 3]
+    assert view.institutions["government_status"].eq("retry_approved").all()
+    decided = [(r["year"], r["institution"]) for r in view.institution_decisions]
+    assert decided == [(y, i) for y in (1, 2, 3) for i in ("government", "insurer")]
+    in_force = view.institution_decisions[-1]["levers"]
+    assert in_force["loading"] == view.institutions["loading"].iloc[-1]
+
+
+def test_a_running_run_shows_the_institutions_of_its_complete_years(institutions_run,
+                                                                    tmp_path) -> None:
+    partial = tmp_path / "run.partial"
+    shutil.copytree(institutions_run, partial)
+    (partial / "manifest.json").unlink()
+    model = (partial / "model_yearly.csv").read_text().splitlines(keepends=True)
+    (partial / "model_yearly.csv").write_text("".join(model[:3]))  # header and years 1-2
+    view = load_view(partial, live=True)
+    assert view.last_year == 2
+    assert list(view.institutions["year"]) == [1, 2]
+    assert {r["year"] for r in view.institution_decisions} == {1, 2}
+
+
+def test_a_run_without_institutions_has_none() -> None:
+    view = load_view(FIXTURES / "baseline_run", live=False)
+    assert view.institutions is None and view.institution_decisions == []
