@@ -345,7 +345,8 @@ def check_input_files(config: ExperimentConfig, source: Path) -> None:
         if "reflection.yaml" in read:
             _field(source, "governance.context.prompts_dir", lambda: load_claims(
                 read["reflection.yaml"].get("claims", []), str(prompts / "reflection.yaml")))
-    if llm and config.llm is not None:
+    institutions_llm = config.institutions is not None and bool(config.institutions.llm_makers)
+    if (llm or institutions_llm) and config.llm is not None:  # the model and script they use
         check_llm_files(config, source)
     if llm and config.validity.gate != "off":
         battery = config.resolve_path(config.validity.battery_dir)

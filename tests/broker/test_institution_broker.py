@@ -168,3 +168,13 @@ def test_a_scripted_institution_run_resumes_identically(tmp_path, monkeypatch) -
             for attempt in record.get("attempts", []):
                 attempt.pop("latency_s")
         assert a == b
+
+
+def test_an_llm_institutions_missing_script_is_a_configuration_error(tmp_path) -> None:
+    # baseline households, an LLM government: its script is checked at load like theirs
+    from governed_broker.config import ConfigError
+
+    llm = {**LLM, "script": str(tmp_path / "none.yaml")}
+    with pytest.raises(ConfigError, match="field 'llm.script'.*none.yaml.*not found"):
+        load_experiment(REPO / "experiments" / "institutions.yaml", [
+            f"llm={json.dumps(llm)}", "institutions.government.maker=llm"])
