@@ -222,8 +222,13 @@ def read_model_table(path: Path | str, actions: list[str] | None = None) -> pd.D
 def read_institutions_table(path: Path | str) -> pd.DataFrame:
     """Read an ``institutions_yearly.csv`` into its typed table (``schema.INSTITUTION_COLUMNS``)."""
     path = Path(path)
-    frame = coerce_columns(_read_csv(path), INSTITUTION_COLUMNS, str(path),
-                           NULLABLE_INSTITUTION_COLUMNS)
+    return type_institutions_table(_read_csv(path), str(path))
+
+
+def type_institutions_table(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """An ``institutions_yearly.csv`` read as text, typed by the column table and sorted by
+    year (``source`` names the file in errors)."""
+    frame = coerce_columns(frame, INSTITUTION_COLUMNS, source, NULLABLE_INSTITUTION_COLUMNS)
     return frame.sort_values("year", kind="stable").reset_index(drop=True)
 
 

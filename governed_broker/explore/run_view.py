@@ -27,13 +27,12 @@ from governed_broker.analysis.loaders import (
     coerce_columns,
     domain_actions,
     domain_labels,
+    type_institutions_table,
 )
 from governed_broker.analysis.schema import (
     AGENT_COLUMNS,
     DEFAULT_ACTION_EFFECTS,
-    INSTITUTION_COLUMNS,
     NULLABLE_AGENT_COLUMNS,
-    NULLABLE_INSTITUTION_COLUMNS,
     model_columns,
 )
 from governed_broker.explore.files import (
@@ -248,9 +247,8 @@ def _institutions(path: Path, last_year: int) -> tuple[pd.DataFrame | None, list
     raw = read_csv_complete(path / INSTITUTIONS_FILE)
     if raw is None:
         return None, []
-    raw = raw[pd.to_numeric(raw["year"], errors="coerce") <= last_year] if "year" in raw else raw
-    table = coerce_columns(raw, INSTITUTION_COLUMNS, str(path / INSTITUTIONS_FILE),
-                           NULLABLE_INSTITUTION_COLUMNS)
+    table = type_institutions_table(_complete_years(raw, last_year),
+                                    str(path / INSTITUTIONS_FILE))
     records = []
     for record in read_jsonl_complete(path / INSTITUTIONS_AUDIT):
         try:
@@ -260,7 +258,12 @@ def _institutions(path: Path, last_year: int) -> tuple[pd.DataFrame | None, list
                                      f"integer year ({exc})") from exc
         if year <= last_year:
             records.append(record)
-    return table.sort_values("year", kind="stable").reset_index(drop=True), records
+    return table, records
+
+
+def _complete_years(raw: pd.DataFrame, last_year: int) -> pd.DataFrame:
+    """The rows of a yearly table read as text up to ``last_year``."""
+    return raw[pd.to_numeric(raw["year"], errors="coerce") <= last_year] if "year" in raw else raw
 
 
 def _actions(manifest: dict[str, Any], model_raw: pd.DataFrame | None,
@@ -296,8 +299,8 @@ def _typed_model(raw: pd.DataFrame | None, actions: list[str], source: Path) -> 
 def _typed_agents(raw: pd.DataFrame | None, source: Path, last_year: int) -> pd.DataFrame:
     if raw is None:
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in AGENT_COLUMNS.items()})
-    raw = raw[pd.to_numeric(raw["year"], errors="coerce") <= last_year] if "year" in raw else raw
-    frame = coerce_columns(raw, AGENT_COLUMNS, str(source), NULLABLE_AGENT_COLUMNS)
+    frame = coerce_columns(_complete_years(raw, last_year), AGENT_COLUMNS, str(source),
+                           NULLABLE_AGENT_COLUMNS)
     if "marginalised" in frame.columns:  # optional population column (MG / NMG groups)
         frame["marginalised"] = frame["marginalised"].astype(str).str.lower().isin(
             ["true", "1"])
