@@ -1,0 +1,45 @@
+"""``benchmarks/validity_variants.py``: the variant table is read off the cards themselves."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from governed_broker.cli import main
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "validity_variants.py"
+
+
+def _variants_module():
+    spec = importlib.util.spec_from_file_location("validity_variants", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_one_row_per_card_with_its_own_figures(scripted_file, tmp_path) -> None:
+    cards = []
+    for name, extra in (("a", []), ("b", ["--set", "llm.threads=3",
+                                          "--set", "llm.temperature=0.3"])):
+        out = tmp_path / name
+        assert main(["validate", str(scripted_file), "--out", str(out), "--no-progress",
+                     *extra]) == 1
+        cards.append(json.loads((out / "validity_card.json").read_text()))
+    lines = _variants_module().table(cards).splitlines()
+    assert len(lines) == 2 + len(cards)
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = [dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True))
+            for line in lines[2:]]
+    assert rows[0]["variant"] == "(as configured)"
+    # a thread count changes speed, not replies: it is not a variant
+    assert rows[1]["variant"] == "llm.temperature=0.3"
+    for row, card in zip(rows, cards, strict=True):
+        s = card["summary"]
+        assert row["card"] == card["key"][:12]
+        assert row["pass/fail/n.a."] == f"{s['passed']}/{s['failed']}/{s['not_measurable']}"
+        # the constant scripted model gives one threat label whatever the depth
+        assert row["threat~depth rho"] == "n/a (constant)"
+        calls = card["llm"]["stats"]["calls"]["calls"]
+        assert row["calls/decision"] == f"{calls / card['battery']['decisions']:.2f}"
+    assert rows[0]["card"] != rows[1]["card"]
