@@ -4,11 +4,13 @@ Usage: python benchmarks/validity_variants.py CARD.json [CARD.json ...]
 
 Each card is a ``validity_card.json`` written by ``governed-broker validate`` (or a stored card
 from the card directory). The table has one row per card: what was overridden (the
-``--set`` settings other than thread and concurrency counts, which change speed, not the
-replies the card is made of), the card key, how many tests passed / failed / could not be
-measured, the directional tests passed, a few headline statistics, and the cost of a decision
-in tokens (hardware-independent) and in seconds per uncached LLM call on the machine that made
-the card's last uncached calls.
+``--set`` settings other than the thread and concurrency counts, which are not part of the
+card's key; the thread count is shown with the seconds per call, and docs/llm_backends.md says
+how it can still change llama.cpp's replies), the card key, how many tests passed / failed /
+could not be measured, the directional tests passed, a few headline statistics ("n/a" where a
+test has no statistic; the card's note says why), and the cost of a decision in tokens
+(hardware-independent) and in seconds per uncached LLM call on the machine that made the card's
+last uncached calls.
 
 Prints a Markdown table, so that the variant table in docs/validity.md is this script's output,
 not hand-copied figures.
@@ -21,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-#: Settings that change how fast a card is made, not what it measures.
+#: Settings outside the card's key (how fast a card is made): not shown as a variant.
 SPEED_ONLY = ("llm.threads", "llm.concurrency")
 #: Headline statistics: (column title, test name).
 HEADLINES = (
@@ -42,9 +44,7 @@ def _variant(card: dict[str, Any]) -> str:
 
 def _statistic(test: dict[str, Any]) -> str:
     value = test.get("statistic")
-    if value is None:
-        return "n/a (constant)" if test.get("passed") is False else "-"
-    return f"{value:.2f}"
+    return "n/a" if value is None else f"{value:.2f}"  # the card's note says why
 
 
 def row(card: dict[str, Any]) -> list[str]:

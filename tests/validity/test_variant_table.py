@@ -32,14 +32,14 @@ def test_one_row_per_card_with_its_own_figures(scripted_file, tmp_path) -> None:
     rows = [dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True))
             for line in lines[2:]]
     assert rows[0]["variant"] == "(as configured)"
-    # a thread count changes speed, not replies: it is not a variant
+    # the thread count is not part of the card's key: not shown as a variant
     assert rows[1]["variant"] == "llm.temperature=0.3"
     for row, card in zip(rows, cards, strict=True):
         s = card["summary"]
         assert row["card"] == card["key"][:12]
         assert row["pass/fail/n.a."] == f"{s['passed']}/{s['failed']}/{s['not_measurable']}"
-        # the constant scripted model gives one threat label whatever the depth
-        assert row["threat~depth rho"] == "n/a (constant)"
+        # the constant scripted model gives one threat label whatever the depth: no rho
+        assert row["threat~depth rho"] == "n/a"
         calls = card["llm"]["stats"]["calls"]["calls"]
         assert row["calls/decision"] == f"{calls / card['battery']['decisions']:.2f}"
     assert rows[0]["card"] != rows[1]["card"]
