@@ -26,7 +26,8 @@ CALL_LOG_FILE = "llm_calls.sqlite"
 
 
 def governance_rules(experiment: ResolvedExperiment) -> tuple[SkillRegistry, GovernanceRules]:
-    """The skill registry and the rule table of the experiment's domain (``agent_types``)."""
+    """The skill registry and the rule table of the experiment's domain (``agent_types``), with
+    the experiment's ``governance.rule_severity`` applied."""
     config, agent_types = experiment.config, experiment.domain
     path = config.resolve_path(config.agent_types)
     registry = SkillRegistry.from_actions(agent_types.actions)
@@ -38,6 +39,12 @@ def governance_rules(experiment: ResolvedExperiment) -> tuple[SkillRegistry, Gov
                 f"{config.governance.profile!r}; add the rules or set governance.profile: disabled"
             )
         rules = GovernanceRules()
+    if config.governance.rule_severity:
+        try:
+            rules = rules.with_severities(config.governance.profile,
+                                          config.governance.rule_severity)
+        except ValueError as exc:
+            raise ConfigError(f"governance.rule_severity: {path}: {exc}") from None
     return registry, rules
 
 
@@ -54,6 +61,7 @@ def build_context(experiment: ResolvedExperiment,
         token_budget=ctx.token_budget,
         max_memories=ctx.max_memories,
         max_reason_chars=ctx.max_reason_chars,
+        appraisal_order=ctx.appraisal_order,
         knowledge=knowledge,
     )
 

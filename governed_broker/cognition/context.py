@@ -135,6 +135,8 @@ class ContextBuilder:
         token_budget: Largest prompt, in estimated tokens; larger raises ``ContextBudgetError``.
         max_memories: Most memories shown.
         max_reason_chars: Longest reason allowed by the reply schema.
+        appraisal_order: ``label_first`` or ``reason_first``: the order of an appraisal's
+            fields in the format the system message shows and in the reply schema.
         knowledge: Optional knowledge-base provider (``chunks_for(situation)``).
     """
 
@@ -146,13 +148,17 @@ class ContextBuilder:
         token_budget: int = 3000,
         max_memories: int = 10,
         max_reason_chars: int = 200,
+        appraisal_order: str = "label_first",
         knowledge: KnowledgeProvider | None = None,
     ) -> None:
         self.templates = templates
         self.action_descriptions = dict(action_descriptions)
         self.scale = scale
+        self.appraisal_order = appraisal_order
+        appraisal_format = templates.render(f"appraisal_{appraisal_order}",
+                                            pmt_labels=scale.choices())
         self.system = templates.render(
-            "system", pmt_scale=scale.prompt_scale(), pmt_labels=scale.choices()
+            "system", pmt_scale=scale.prompt_scale(), appraisal_format=appraisal_format
         )
         self.token_budget = token_budget
         self.max_memories = max_memories
@@ -256,7 +262,7 @@ class ContextBuilder:
         schema = self._schemas.get(allowed)
         if schema is None:
             schema = self._schemas[allowed] = decision_json_schema(
-                allowed, self.scale.labels, self.max_reason_chars)
+                allowed, self.scale.labels, self.max_reason_chars, self.appraisal_order)
         return schema
 
     def feedback_governance(self, issues: Sequence[tuple[str, str]]) -> str:

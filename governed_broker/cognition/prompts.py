@@ -8,7 +8,9 @@ from __future__ import annotations
 
 #: Placeholders each key of ``household.yaml`` may use.
 HOUSEHOLD_TEMPLATES: dict[str, frozenset[str]] = {
-    "system": frozenset({"pmt_scale", "pmt_labels"}),
+    "system": frozenset({"pmt_scale", "appraisal_format"}),
+    "appraisal_label_first": frozenset({"pmt_labels"}),
+    "appraisal_reason_first": frozenset({"pmt_labels"}),
     "identity_owner": frozenset({"flood_zone", "flood_chance", "income"}),
     "identity_renter": frozenset({"flood_zone", "flood_chance", "income"}),
     "memories_header": frozenset(),

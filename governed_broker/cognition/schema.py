@@ -68,20 +68,31 @@ class DecisionReply(BaseModel):
         return self.model_dump(mode="json")
 
 
-def _appraisal_schema(labels: Sequence[str], max_reason_chars: int) -> dict[str, Any]:
+#: Orders of an appraisal's two fields in the reply (``governance.context.appraisal_order``).
+APPRAISAL_ORDERS: dict[str, tuple[str, str]] = {
+    "label_first": ("label", "reason"),
+    "reason_first": ("reason", "label"),
+}
+
+
+def _appraisal_schema(labels: Sequence[str], max_reason_chars: int,
+                      order: str) -> dict[str, Any]:
+    fields = {
+        "label": {"type": "string", "enum": list(labels)},
+        "reason": {"type": "string", "maxLength": hard_cap(max_reason_chars)},
+    }
+    names = APPRAISAL_ORDERS[order]
     return {
         "type": "object",
-        "properties": {
-            "label": {"type": "string", "enum": list(labels)},
-            "reason": {"type": "string", "maxLength": hard_cap(max_reason_chars)},
-        },
-        "required": ["label", "reason"],
+        "properties": {name: fields[name] for name in names},
+        "required": list(names),
         "additionalProperties": False,
     }
 
 
 def decision_json_schema(
-    allowed_actions: Sequence[str], labels: Sequence[str], max_reason_chars: int = 200
+    allowed_actions: Sequence[str], labels: Sequence[str], max_reason_chars: int = 200,
+    appraisal_order: str = "label_first",
 ) -> dict[str, Any]:
     """JSON schema of the decision reply for one household.
 
@@ -93,6 +104,10 @@ def decision_json_schema(
             ``maxLength`` is the hard cap ``cognition.sentences.hard_cap`` (3 times it), so that
             a decoder does not stop a sentence halfway (longer reasons are shortened to whole
             sentences after parsing).
+        appraisal_order: ``label_first`` or ``reason_first`` (``APPRAISAL_ORDERS``): the
+            order of each appraisal's fields. A grammar-constrained decoder writes properties
+            in schema order, so ``reason_first`` makes the model state its reason before it
+            commits to a label.
 
     Returns:
         A JSON-schema dict (draft 2020-12 subset understood by Ollama and llama.cpp grammars).
@@ -102,8 +117,8 @@ def decision_json_schema(
     return {
         "type": "object",
         "properties": {
-            "threat_appraisal": _appraisal_schema(labels, max_reason_chars),
-            "coping_appraisal": _appraisal_schema(labels, max_reason_chars),
+            "threat_appraisal": _appraisal_schema(labels, max_reason_chars, appraisal_order),
+            "coping_appraisal": _appraisal_schema(labels, max_reason_chars, appraisal_order),
             "decision": {"type": "string", "enum": list(allowed_actions)},
             "reason": {"type": "string", "maxLength": hard_cap(max_reason_chars)},
         },

@@ -11,6 +11,15 @@ from pydantic import Field, field_validator, model_validator
 
 from governed_broker.config.base import StrictModel
 
+#: A governance rule's severity: ``ERROR`` blocks and re-asks, ``WARNING`` is only recorded,
+#: ``off`` is not evaluated.
+Severity = Literal["ERROR", "WARNING", "off"]
+
+
+def _yaml_off(value: object) -> object:
+    # YAML 1.1 reads an unquoted `off` as False; accept it as the severity "off".
+    return "off" if value is False else value
+
 
 class AuditConfig(StrictModel):
     """What the broker's audit trail (``decisions.jsonl``) records.
@@ -43,12 +52,18 @@ class ContextConfig(StrictModel):
             it (``cognition.sentences.hard_cap``), so that a sentence is never stopped halfway;
             a longer reason keeps its leading whole sentences (at least the first), a recorded
             repair.
+        appraisal_order: The order of each appraisal's fields in the reply, in the format the
+            system message shows (``appraisal_<order>`` of ``household.yaml``) and in the reply
+            schema a grammar-constrained decoder follows: ``label_first`` (SPEC 4's response
+            schema) or ``reason_first``, which makes a model write its reason before it
+            commits to a label (a reply-shape variant of docs/validity.md "Variants measured").
     """
 
     prompts_dir: Path = Path("../configs/prompts")
     token_budget: int = Field(default=3000, ge=200, le=200_000)
     max_memories: int = Field(default=10, ge=0, le=100)
     max_reason_chars: int = Field(default=100, ge=20, le=2000)
+    appraisal_order: Literal["label_first", "reason_first"] = "label_first"
 
 
 class GovernanceConfig(StrictModel):
@@ -68,6 +83,10 @@ class GovernanceConfig(StrictModel):
             skill registry's default action (``do_nothing``). Recorded as status ``rejected``.
         audit: What ``decisions.jsonl`` records.
         context: How prompts are built.
+        rule_severity: Severities by rule id that replace the profile's column of
+            ``agent_types.yaml`` for this experiment, e.g. ``{flooded_threat_very_low:
+            ERROR}``: one rule measured as a variant or swept without a copy of the domain
+            file. A rule id the domain does not define is a configuration error.
     """
 
     profile: Literal["strict", "relaxed", "disabled"] = "strict"
@@ -77,6 +96,12 @@ class GovernanceConfig(StrictModel):
     fallback_action: str | None = None
     audit: AuditConfig = AuditConfig()
     context: ContextConfig = ContextConfig()
+    rule_severity: dict[str, Severity] = {}
+
+    @field_validator("rule_severity", mode="before")
+    @classmethod
+    def _severities_off(cls, value: object) -> object:
+        return {k: _yaml_off(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
 class ReflectionConfig(StrictModel):
@@ -160,7 +185,6 @@ class RAGConfig(StrictModel):
 # The ``governance:`` section of agent_types.yaml: PMT coherence, identity and affordability
 # rules as data. Evaluated by ``governed_broker.broker.rules.RuleSet``.
 
-Severity = Literal["ERROR", "WARNING", "off"]
 PROFILES: tuple[str, ...] = ("strict", "relaxed", "disabled")
 
 #: Placeholders a rule message may use (``string.Template`` syntax, ``$threat``). They are
@@ -248,8 +272,7 @@ class RuleSeverity(StrictModel):
     @field_validator("strict", "relaxed", "disabled", mode="before")
     @classmethod
     def _yaml_off(cls, value: object) -> object:
-        # YAML 1.1 reads an unquoted `off` as False; accept it as the severity "off".
-        return "off" if value is False else value
+        return _yaml_off(value)
 
     def for_profile(self, profile: str) -> Severity:
         """The severity under ``profile`` (one of ``PROFILES``)."""
@@ -327,6 +350,22 @@ class GovernanceRules(StrictModel):
                 raise ValueError(f"duplicate governance rule id {rule.id!r}")
             seen.add(rule.id)
         return self
+
+    def with_severities(self, profile: str, severities: Mapping[str, Severity]
+                        ) -> GovernanceRules:
+        """The table with ``severities`` (by rule id) in the column of ``profile``.
+
+        Raises:
+            ValueError: A rule id of ``severities`` is not in the table.
+        """
+        unknown = sorted(set(severities) - {rule.id for rule in self.rules})
+        if unknown:
+            raise ValueError(f"unknown rule id(s) {unknown}; the rules are "
+                             f"{[rule.id for rule in self.rules]}")
+        rules = [rule if rule.id not in severities else rule.model_copy(update={
+                     "severity": rule.severity.model_copy(update={profile: severities[rule.id]})})
+                 for rule in self.rules]
+        return self.model_copy(update={"rules": rules})
 
     def check_actions(self, action_ids: Iterable[str]) -> None:
         """Raise ``ValueError`` if a rule names an action the skill registry does not know."""

@@ -460,6 +460,15 @@ def check_combinations(config: ExperimentConfig, source: Path,
     elif config.memory.overrides:
         raise ConfigError(f"{source}: field 'memory.overrides': set, but memory.engine is "
                           "'none', so they would change nothing; remove them or choose an engine")
+    severities = config.governance.rule_severity
+    if severities:
+        try:
+            if agent_types.governance is None:
+                raise ValueError("there is no 'governance:' section")
+            agent_types.governance.with_severities(config.governance.profile, severities)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: field 'governance.rule_severity': "
+                              f"{config.resolve_path(config.agent_types)}: {exc}") from None
     programme = config.buyout or config.with_policy_change().buyout
     if programme is not None and not any(traits_of(a.effect).bought_out
                                          for a in agent_types.actions.values()):

@@ -120,7 +120,8 @@ def synonym_context(context: ContextBuilder, synonyms: Mapping[str, str]) -> Con
     return ContextBuilder(context.templates, {**context.action_descriptions, **synonyms},
                           context.scale, token_budget=context.token_budget,
                           max_memories=context.max_memories,
-                          max_reason_chars=context.max_reason_chars, knowledge=context.knowledge)
+                          max_reason_chars=context.max_reason_chars,
+                          appraisal_order=context.appraisal_order, knowledge=context.knowledge)
 
 
 @contextmanager

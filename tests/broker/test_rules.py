@@ -168,3 +168,36 @@ def test_keep_is_refused_for_rules_whose_proposals_cannot_run():
             "id": "x", "category": "financial", "actions": ["buy_insurance"],
             "when": {"affordable": False}, "severity": {"strict": "ERROR", "relaxed": "ERROR"},
             "message": "m", "on_exhausted": "keep"})
+
+
+def test_rule_severity_replaces_only_the_profile_column_of_the_named_rule():
+    rules = governance_rules()
+    changed = rules.with_severities("strict", {"flooded_threat_very_low": "ERROR",
+                                               "majority_deviation": "off"})
+    by_id = {r.id: r for r in changed.rules}
+    assert by_id["flooded_threat_very_low"].severity.strict == "ERROR"
+    assert by_id["flooded_threat_very_low"].severity.relaxed == "off"
+    assert by_id["majority_deviation"].severity.strict == "off"
+    assert [r for r in changed.rules if r.id not in ("flooded_threat_very_low",
+            "majority_deviation")] == [r for r in rules.rules if r.id not in (
+            "flooded_threat_very_low", "majority_deviation")]
+    with pytest.raises(ValueError, match="unknown rule id"):
+        rules.with_severities("strict", {"no_such_rule": "ERROR"})
+
+
+@pytest.mark.parametrize("severity", ["off", "ERROR"])
+def test_flooded_household_rating_threat_very_low_fires_only_when_switched_on(severity):
+    rules = governance_rules().with_severities("strict", {"flooded_threat_very_low": severity})
+    ruleset = RuleSet(rules, "strict", registry(), SCALE.labels)
+    flooded = make_situation(flooded=True, depth_m=0.6, damage_usd=20_000.0)
+    dry = make_situation(flooded=False, depth_m=0.0, damage_usd=0.0)
+
+    def fired(situation, threat, action):
+        return [o.rule_id for o in ruleset.evaluate(situation, proposal(threat, "M", action))
+                if o.rule_id == "flooded_threat_very_low" and o.fired]
+
+    expected = ["flooded_threat_very_low"] if severity == "ERROR" else []
+    for action in ("do_nothing", "buy_insurance"):
+        assert fired(flooded, "VL", action) == expected
+        assert fired(flooded, "L", action) == []
+        assert fired(dry, "VL", action) == []

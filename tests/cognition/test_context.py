@@ -238,3 +238,24 @@ def test_the_domain_scale_is_the_prompt_scale_and_the_schema_enum():
     for part in ("threat_appraisal", "coping_appraisal"):
         label = prompt.json_schema["properties"][part]["properties"]["label"]
         assert label["enum"] == ["LOW", "HIGH"]
+
+
+def test_appraisal_order_sets_the_format_shown_and_the_schema_order():
+    label_first, reason_first = builder(), builder(appraisal_order="reason_first")
+    labels = "|".join(SCALE.labels)
+    assert (f'{{"threat_appraisal": {{"label": "{labels}", "reason": "one short sentence"}},'
+            in label_first.system)
+    assert (f'{{"threat_appraisal": {{"reason": "one short sentence", "label": "{labels}"}},'
+            in reason_first.system)
+    assert label_first.system.replace('"label": "VL|L|M|H|VH", "reason": "one short sentence"',
+                                      "X") == reason_first.system.replace(
+        '"reason": "one short sentence", "label": "VL|L|M|H|VH"', "X")
+    situation = make_situation()
+    for built, order in ((label_first, ["label", "reason"]),
+                         (reason_first, ["reason", "label"])):
+        schema = built.build(situation).json_schema
+        for part in ("threat_appraisal", "coping_appraisal"):
+            assert list(schema["properties"][part]["properties"]) == order
+            assert schema["properties"][part]["required"] == order
+        assert list(schema["properties"]) == ["threat_appraisal", "coping_appraisal",
+                                              "decision", "reason"]

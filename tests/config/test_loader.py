@@ -200,3 +200,17 @@ def test_an_llm_experiment_needs_no_baseline_parameters(experiments, repo_root) 
     data["llm"] = {"backend": "scripted", "model": "governance-paths",
                    "script": str(repo_root / "tests" / "fixtures" / "scripted_governance.yaml")}
     assert experiments.config(data=data).decision.baseline is None
+
+
+def test_rule_severity_names_a_rule_of_the_domain(experiments) -> None:
+    config = experiments.config(["governance.rule_severity.flooded_threat_very_low=ERROR"])
+    assert config.governance.rule_severity == {"flooded_threat_very_low": "ERROR"}
+    assert experiments.config(["governance.rule_severity.majority_deviation=off"]
+                              ).governance.rule_severity == {"majority_deviation": "off"}
+    with pytest.raises(ConfigError) as info:
+        experiments.config(["governance.rule_severity.flooded_threat_low=ERROR"])
+    message = str(info.value)
+    assert "governance.rule_severity" in message and "'flooded_threat_low'" in message
+    assert "flooded_threat_very_low" in message  # the rules it could have meant
+    with pytest.raises(ConfigError, match="governance.rule_severity"):
+        experiments.config(["governance.rule_severity.majority_deviation=FATAL"])
