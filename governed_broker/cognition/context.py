@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES
+from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES, PROMPT_SECTIONS
 from governed_broker.cognition.schema import decision_json_schema
 from governed_broker.config.agent_types import PMTLabels
-from governed_broker.config.base import ConfigError
+from governed_broker.config.base import ConfigError, excerpt
 from governed_broker.config.templates import TemplateSet, load_templates
 from governed_broker.contracts.decision import HouseholdSituation, Remembered
 from governed_broker.llm.jsontext import messages_json, schema_json
@@ -103,6 +103,14 @@ def percent(share: float) -> str:
     return f"{round(share * 100)}%"
 
 
+def share_of(amount: float, base: float) -> str:
+    """``amount`` as a whole-number percentage of ``base`` (``170%``); ``more than 100%`` when
+    there is a positive amount and no positive base (no savings left to compare with)."""
+    if base <= 0:
+        return "more than 100%" if amount > 0 else "0%"
+    return f"{round(100 * amount / base):,}%"
+
+
 def flood_chance(probability: float) -> str:
     """Format an annual probability as ``1 in 100 (1%)``."""
     if probability <= 0:
@@ -165,6 +173,7 @@ class ContextBuilder:
         self.max_reason_chars = max_reason_chars
         self.knowledge = knowledge
         self._trust_words = self._check_trust_words(templates)
+        self._section_order = self._check_section_order(templates)
         self._schemas: dict[tuple[str, ...], Mapping[str, Any]] = {}
 
     @classmethod
@@ -176,7 +185,7 @@ class ContextBuilder:
         templates = load_templates(
             Path(prompts_dir) / "household.yaml",
             HOUSEHOLD_TEMPLATES,
-            extra_keys=frozenset({"trust_words"}),
+            extra_keys=frozenset({"trust_words", "section_order"}),
         )
         return cls(templates, action_descriptions, scale, **kwargs)
 
@@ -194,6 +203,15 @@ class ContextBuilder:
                 f"{templates.path}: trust_words bounds must increase and the last must exceed 1"
             )
         return pairs
+
+    @staticmethod
+    def _check_section_order(templates: TemplateSet) -> tuple[str, ...]:
+        order = templates.extra.get("section_order")
+        if not isinstance(order, list) or sorted(map(str, order)) != sorted(PROMPT_SECTIONS):
+            raise ConfigError(
+                f"{templates.path}: section_order must list each of {list(PROMPT_SECTIONS)} "
+                f"once; got {excerpt(order)}")
+        return tuple(order)
 
     # -- public -----------------------------------------------------------------------------
     async def abuild(self, situation: HouseholdSituation) -> Prompt:
@@ -216,15 +234,17 @@ class ContextBuilder:
         memories = list(situation.memories)[: self.max_memories]
         if chunks is None:
             chunks = list(self.knowledge.chunks_for(situation)) if self.knowledge else []
-        sections = [
-            self._identity(situation),
-            self._memories(memories),
-            self._situation(situation),
-            self._social(situation),
-            self._knowledge(situation, chunks),
-            self._choice(situation),
-            self.templates.render("response", actions=", ".join(situation.allowed_actions)),
-        ]
+        parts = {
+            "identity": lambda: self._identity(situation),
+            "memories": lambda: self._memories(memories),
+            "situation": lambda: self._situation(situation),
+            "social": lambda: self._social(situation),
+            "knowledge": lambda: self._knowledge(situation, chunks),
+            "choice": lambda: self._choice(situation),
+            "response": lambda: self.templates.render(
+                "response", actions=", ".join(situation.allowed_actions)),
+        }
+        sections = [parts[name]() for name in self._section_order]
         user = "\n\n".join(s for s in sections if s)
         messages = (
             {"role": "system", "content": self.system},
@@ -310,7 +330,8 @@ class ContextBuilder:
         lines = [t.render("situation_header", year=s.year)]
         if s.flooded:
             lines.append(
-                t.render("situation_flood", depth=f"{s.depth_m:.2f} m", damage=money(s.damage_usd))
+                t.render("situation_flood", depth=f"{s.depth_m:.2f} m", damage=money(s.damage_usd),
+                         damage_income_share=share_of(s.damage_usd, s.income_usd))
             )
             if s.payout_usd > 0:
                 lines.append(t.render("payout_line", payout=money(s.payout_usd)))
@@ -403,6 +424,7 @@ class ContextBuilder:
                     cost=money(cost) if cost > 0 else t.text("action_free"),
                     affordability=t.text("affordable_yes" if affordable else "affordable_no"),
                     flood_cost=money(flood_cost) if flood_cost > 0 else t.text("action_free"),
+                    flood_cost_share=share_of(flood_cost, s.savings_usd),
                 )
             )
         return "\n".join(lines)

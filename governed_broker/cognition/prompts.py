@@ -6,6 +6,11 @@ at start-up that names the file and key).
 
 from __future__ import annotations
 
+#: The sections of a decision prompt's user message; ``household.yaml``'s ``section_order``
+#: lists each once, in the order they are joined.
+PROMPT_SECTIONS: tuple[str, ...] = (
+    "identity", "memories", "situation", "social", "knowledge", "choice", "response")
+
 #: Placeholders each key of ``household.yaml`` may use.
 HOUSEHOLD_TEMPLATES: dict[str, frozenset[str]] = {
     "system": frozenset({"pmt_scale", "appraisal_format"}),
@@ -21,7 +26,7 @@ HOUSEHOLD_TEMPLATES: dict[str, frozenset[str]] = {
     "memory_fidelity_gist": frozenset(),
     "memories_none": frozenset(),
     "situation_header": frozenset({"year"}),
-    "situation_flood": frozenset({"depth", "damage"}),
+    "situation_flood": frozenset({"depth", "damage", "damage_income_share"}),
     "payout_line": frozenset({"payout"}),
     "situation_no_flood": frozenset(),
     "home_values_owner": frozenset({"structure", "contents"}),
@@ -44,7 +49,8 @@ HOUSEHOLD_TEMPLATES: dict[str, frozenset[str]] = {
     "knowledge_heuristic": frozenset({"description", "success"}),
     "knowledge_chunk": frozenset({"text", "source"}),
     "choice_header": frozenset(),
-    "action_line": frozenset({"id", "description", "cost", "affordability", "flood_cost"}),
+    "action_line": frozenset({"id", "description", "cost", "affordability", "flood_cost",
+                              "flood_cost_share"}),
     "action_free": frozenset(),
     "affordable_no": frozenset(),
     "affordable_yes": frozenset(),

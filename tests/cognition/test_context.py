@@ -6,9 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from broker_helpers import PROMPTS, SCALE, make_situation, registry
 
-from governed_broker.cognition.context import ContextBudgetError, ContextBuilder, flood_chance
+from governed_broker.cognition.context import (
+    ContextBudgetError,
+    ContextBuilder,
+    flood_chance,
+    share_of,
+)
 from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES
 from governed_broker.config.agent_types import PMTLabels
 from governed_broker.config.base import ConfigError
@@ -218,7 +224,7 @@ def test_template_errors_name_file_and_key(tmp_path):
                                                           "$flood_zon flood zone. The", 1))
     with pytest.raises(ConfigError, match="identity_owner.*unknown placeholder.*flood_zon"):
         load_templates(tmp_path / "household.yaml", HOUSEHOLD_TEMPLATES,
-                       frozenset({"trust_words"}))
+                       frozenset({"trust_words", "section_order"}))
     (tmp_path / "household.yaml").write_text("system: hi\n")
     with pytest.raises(ConfigError, match="missing key"):
         ContextBuilder.from_dir(tmp_path, {}, SCALE)
@@ -259,3 +265,27 @@ def test_appraisal_order_sets_the_format_shown_and_the_schema_order():
             assert schema["properties"][part]["required"] == order
         assert list(schema["properties"]) == ["threat_appraisal", "coping_appraisal",
                                               "decision", "reason"]
+
+
+def test_section_order_comes_from_the_templates_and_is_checked(tmp_path):
+    grounded = ContextBuilder.from_dir(PROMPTS.parent / "prompts_grounded",
+                                       registry().descriptions(), SCALE)
+    text = user_text(grounded.build(make_situation(flooded=True, damage_usd=31_000.0,
+                                                   income_usd=62_000.0)))
+    assert text.startswith("This year (year 3):")
+    assert text.index("This year") < text.index("You own your home") < text.index(
+        "Your neighbours") < text.index("choose one of") < text.index("Reply with this JSON")
+    assert "$31,000 of damage\n  to the building and belongings, 50% of your yearly income" in text
+    data = yaml.safe_load((PROMPTS / "household.yaml").read_text())
+    for bad in (["identity", "memories"], data["section_order"] + ["identity"], "identity"):
+        (tmp_path / "household.yaml").write_text(yaml.safe_dump({**data, "section_order": bad}))
+        with pytest.raises(ConfigError, match="section_order must list each of"):
+            ContextBuilder.from_dir(tmp_path, registry().descriptions(), SCALE)
+
+
+@pytest.mark.parametrize(("amount", "base", "text"), [
+    (50.0, 200.0, "25%"), (340.0, 200.0, "170%"), (0.0, 200.0, "0%"),
+    (5.0, 0.0, "more than 100%"), (5.0, -10.0, "more than 100%"), (0.0, 0.0, "0%"),
+    (2_000_000.0, 100.0, "2,000,000%")])
+def test_share_of(amount, base, text):
+    assert share_of(amount, base) == text
