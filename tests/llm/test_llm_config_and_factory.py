@@ -26,6 +26,13 @@ def test_defaults_are_the_embedded_catalogue_model_with_a_cache():
     assert (cfg.temperature, cfg.top_p, cfg.top_k, cfg.min_p) == (None, None, None, None)
 
 
+def test_an_unquoted_yaml_off_turns_the_cache_off():
+    # YAML 1.1 reads `mode: off` (or --set llm.cache.mode=off) as False
+    assert LLMConfig.model_validate({"cache": {"mode": False}}).cache.mode == "off"
+    with pytest.raises(ValueError, match="cache.mode"):
+        LLMConfig.model_validate({"cache": {"mode": True}})
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
