@@ -234,18 +234,17 @@ class ContextBuilder:
         memories = list(situation.memories)[: self.max_memories]
         if chunks is None:
             chunks = list(self.knowledge.chunks_for(situation)) if self.knowledge else []
-        parts = {
-            "identity": lambda: self._identity(situation),
-            "memories": lambda: self._memories(memories),
-            "situation": lambda: self._situation(situation),
-            "social": lambda: self._social(situation),
-            "knowledge": lambda: self._knowledge(situation, chunks),
-            "choice": lambda: self._choice(situation),
-            "response": lambda: self.templates.render(
+        sections = {
+            "identity": self._identity(situation),
+            "memories": self._memories(memories),
+            "situation": self._situation(situation),
+            "social": self._social(situation),
+            "knowledge": self._knowledge(situation, chunks),
+            "choice": self._choice(situation),
+            "response": self.templates.render(
                 "response", actions=", ".join(situation.allowed_actions)),
         }
-        sections = [parts[name]() for name in self._section_order]
-        user = "\n\n".join(s for s in sections if s)
+        user = "\n\n".join(sections[name] for name in self._section_order if sections[name])
         messages = (
             {"role": "system", "content": self.system},
             {"role": "user", "content": user},
