@@ -23,7 +23,9 @@ class StrictModel(BaseModel):
 
     Unknown keys are errors, values are frozen, every number must be finite (``.nan`` and
     ``.inf`` are refused) and ``true``/``false`` are never accepted where a number belongs
-    (pydantic would otherwise read them as 1 and 0).
+    (pydantic would otherwise read them as 1 and 0). Where the word ``off`` is a valid value
+    (a ``Literal`` that lists it, also as a dict's values), ``false`` means ``"off"``: YAML 1.1
+    reads an unquoted ``off``, in a file or a ``--set``, as false.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
@@ -40,7 +42,12 @@ class StrictModel(BaseModel):
                 raise PydanticCustomError(
                     BOOL_NUMBER, "true/false is not a number here; write a number",
                     {"field": name, "value": repr(value)[:80]})
-        return data
+        offs = {}
+        for name, field in cls.model_fields.items():
+            key = field.alias or name
+            if key in data and (off := _yaml_off(field.annotation, data[key])) is not data[key]:
+                offs[key] = off
+        return {**data, **offs} if offs else data
 
 
 def _alternatives(annotation: Any) -> list[Any]:
@@ -50,6 +57,24 @@ def _alternatives(annotation: Any) -> list[Any]:
     if origin in (typing.Union, types.UnionType):
         return [a for arg in typing.get_args(annotation) for a in _alternatives(arg)]
     return [annotation]
+
+
+def _accepts_off(annotation: Any) -> bool:
+    return any(typing.get_origin(alt) is typing.Literal and "off" in typing.get_args(alt)
+               for alt in _alternatives(annotation))
+
+
+def _yaml_off(annotation: Any, value: Any) -> Any:
+    """``value`` with a ``False`` read as ``"off"`` where ``annotation`` accepts ``"off"``
+    (itself, or the values of a dict)."""
+    if value is False and _accepts_off(annotation):
+        return "off"
+    if isinstance(value, dict):
+        for alt in _alternatives(annotation):
+            args = typing.get_args(alt)
+            if typing.get_origin(alt) is dict and len(args) == 2 and _accepts_off(args[1]):
+                return {k: "off" if v is False else v for k, v in value.items()}
+    return value
 
 
 def _bool_where_number(annotation: Any, value: Any) -> bool:

@@ -7,18 +7,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from governed_broker.config.base import StrictModel
 
 #: A governance rule's severity: ``ERROR`` blocks and re-asks, ``WARNING`` is only recorded,
 #: ``off`` is not evaluated.
 Severity = Literal["ERROR", "WARNING", "off"]
-
-
-def _yaml_off(value: object) -> object:
-    # YAML 1.1 reads an unquoted `off` as False; accept it as the severity "off".
-    return "off" if value is False else value
 
 
 class AuditConfig(StrictModel):
@@ -97,11 +92,6 @@ class GovernanceConfig(StrictModel):
     audit: AuditConfig = AuditConfig()
     context: ContextConfig = ContextConfig()
     rule_severity: dict[str, Severity] = {}
-
-    @field_validator("rule_severity", mode="before")
-    @classmethod
-    def _severities_off(cls, value: object) -> object:
-        return {k: _yaml_off(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
 class ReflectionConfig(StrictModel):
@@ -268,11 +258,6 @@ class RuleSeverity(StrictModel):
     strict: Severity
     relaxed: Severity
     disabled: Severity = "off"
-
-    @field_validator("strict", "relaxed", "disabled", mode="before")
-    @classmethod
-    def _yaml_off(cls, value: object) -> object:
-        return _yaml_off(value)
 
     def for_profile(self, profile: str) -> Severity:
         """The severity under ``profile`` (one of ``PROFILES``)."""

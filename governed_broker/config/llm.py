@@ -50,12 +50,6 @@ class LLMCacheConfig(StrictModel):
     mode: Literal["readwrite", "readonly", "off"] = "readwrite"
     path: Path | None = None
 
-    @field_validator("mode", mode="before")
-    @classmethod
-    def _yaml_off(cls, value: object) -> object:
-        # YAML 1.1 reads an unquoted `off` (in a file or a --set) as False
-        return "off" if value is False else value
-
 
 class LLMConfig(StrictModel):
     """Which backend and model to use, and how to call it.
