@@ -20,8 +20,8 @@ after execution in the last simulated year):
                                    by the last year (forced sales are not relocations)
 ``post_flood_inaction``            executed no-effect share of the flooded household-years of
                                    households that could act: not elevated before the flood,
-                                   not insured by a lender's requirement
-                                   (``insurance_required``), some protective action open and
+                                   not insured whatever they choose (``insurance_required``,
+                                   ``group_certificate``), some protective action open and
                                    affordable (``could_protect``), and not a broker fallback
                                    (``analysis.responses.post_flood_inaction`` reports the
                                    others apart)

@@ -16,10 +16,11 @@ A positive difference means flooded households insure more than their dry neighb
 year of the flood.
 
 ``post_flood_inaction`` asks what flooded households did, in five groups: those that could act
-(not elevated before the flood, not insured by a lender's requirement, some protective action
-open and affordable, and a decision of their own), the already elevated, those whose mortgage
-lender enforces the mandatory purchase of insurance (``insurance_required``: their policy is
-renewed whatever they choose, so "doing nothing" leaves them insured), those with no protective
+(not elevated before the flood, not insured whatever they choose, some protective action
+open and affordable, and a decision of their own), the already elevated, those insured whatever
+they choose (group ``required``: their mortgage lender enforces the mandatory purchase of
+insurance, ``insurance_required``, or an aid certificate covers next year's flood,
+``group_certificate``; "doing nothing" leaves them insured), those with no protective
 action they could take or pay for, and those for whom the broker executed its fallback. Only the
 first is behaviour in the sense of the B5 benchmark (``analysis.benchmarks``); the others are
 state or broker outcomes and are reported apart.
@@ -81,6 +82,8 @@ def post_flood_rows(agents: pd.DataFrame) -> pd.DataFrame:
     fallback = flooded["status"].isin(FALLBACK_STATUSES).to_numpy()
     elevated = flooded["elevated_before"].astype(bool).to_numpy()
     required = flooded["insurance_required"].astype(bool).to_numpy()
+    if "group_certificate" in flooded.columns:  # runs made before the group policy lack it
+        required = required | flooded["group_certificate"].astype(bool).to_numpy()
     means = flooded["could_protect"].astype(bool).to_numpy()
     group = np.select([fallback, elevated, required, ~means],
                       ["fallback", "elevated", "required", "no_means"], "could_act")

@@ -356,6 +356,12 @@ class ContextBuilder:
         lines.append(t.text("insured_yes" if s.insured else "insured_no"))
         if s.extra.get("insurance_required"):
             lines.append(t.text("insurance_required_line"))
+        group = s.extra.get("group_policy")
+        if group:
+            lines.append(t.render("group_policy_line", years=str(group["years"]),
+                                  coverage=money(float(group["coverage_usd"]))))
+        if s.extra.get("aid_requires_insurance"):
+            lines.append(t.text("aid_requires_insurance_line"))
         if s.extra.get("buyout_offer_usd"):
             lines.append(t.render("buyout_offer_line",
                                   price=money(float(s.extra["buyout_offer_usd"]))))

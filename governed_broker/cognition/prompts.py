@@ -39,6 +39,8 @@ HOUSEHOLD_TEMPLATES: dict[str, frozenset[str]] = {
     "insured_yes": frozenset(),
     "insured_no": frozenset(),
     "insurance_required_line": frozenset(),
+    "group_policy_line": frozenset({"years", "coverage"}),
+    "aid_requires_insurance_line": frozenset(),
     "buyout_offer_line": frozenset({"price"}),
     "elevated_yes": frozenset(),
     "elevated_no": frozenset(),

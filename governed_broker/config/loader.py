@@ -239,12 +239,14 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
                 f"have no entry in the hazard map; defined zones: "
                 f"{zone_names(config.hazard.zones)}"
             )
-    mandatory = config.insurance.mandatory_purchase
-    if mandatory is not None:
-        unknown = sorted(set(mandatory.zones) - pop_zones - set(config.hazard.zones))
+    zoned = {"insurance.mandatory_purchase": config.insurance.mandatory_purchase,
+             "finance.aid.group_policy": config.finance.aid.group_policy}
+    for field, section in zoned.items():
+        unknown = [] if section is None else sorted(
+            set(section.zones) - pop_zones - set(config.hazard.zones))
         if unknown:
             raise ConfigError(
-                f"{source}: field 'insurance.mandatory_purchase.zones': zone(s) "
+                f"{source}: field '{field}.zones': zone(s) "
                 f"{zone_names(unknown)} are neither population nor hazard-map zones; defined "
                 f"zones: {zone_names(sorted(pop_zones | set(config.hazard.zones)))}")
     if config.hazard.mode == "raster":

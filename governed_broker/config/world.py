@@ -478,16 +478,44 @@ class BuyoutConfig(StrictModel):
         "lowest income first"))
 
 
+class GroupPolicyConfig(StrictModel):
+    """Flood insurance that comes with disaster aid (FEMA Group Flood Insurance Policy-style;
+    ``sim.group_policy``).
+
+    A household of the named zones (the SFHA) that receives an aid grant for a flood while
+    uninsured, and has not received aid there before, is given a group certificate: it is
+    insured for the floods of the next ``term_years`` years whatever it chooses, for up to
+    ``coverage_usd`` of damage per flood (structure and contents together, after the insurance
+    section's deductibles and payout share). The aid programme pays its premium, outside the
+    household's accounts. Buying a policy of its own ends the certificate. With
+    ``keep_insured``, every aid recipient of the zones must keep flood insurance from then on:
+    one found uninsured at a later flood receives no grant.
+    """
+
+    source: Source
+    zones: list[str] = Field(min_length=1, description=(
+        "zones whose aid recipients get a certificate (the Special Flood Hazard Area)"))
+    term_years: int = Field(ge=1, le=10, description=(
+        "years of floods the certificate covers, from the year after the grant"))
+    coverage_usd: Money = Field(description=(
+        "most the certificate pays for one flood (structure and contents together)"))
+    keep_insured: bool = Field(default=True, description=(
+        "aid recipients of the zones must keep insurance to receive aid again"))
+
+
 class AidConfig(StrictModel):
     """Disaster aid: a grant towards repairs that insurance did not pay (FEMA IHP-style).
 
     A flooded household with an uninsured repair need receives, with ``probability`` (one
-    seeded draw per household and flood), a grant of at most ``max_grant_usd``.
+    seeded draw per household and flood), a grant of at most ``max_grant_usd``; with a
+    ``group_policy``, recipients of the named zones are insured by it for a few years and must
+    then keep insurance to receive aid again.
     """
 
     source: Source
     probability: Share
     max_grant_usd: Money
+    group_policy: GroupPolicyConfig | None = None
 
 
 class LoanConfig(StrictModel):

@@ -87,6 +87,8 @@ AGENT_YEARLY: tuple[Column, ...] = (
     _usd("payout_usd", "insurance payout"),
     _usd("out_of_pocket_usd", "damage - payout: the repair need, financed by the next four"),
     _usd("aid_usd", "disaster aid grant towards the repairs"),
+    _flag("aid_withheld", "the aid draw gave a grant, but the household had not kept the "
+          "insurance an earlier grant required (`finance.aid.group_policy.keep_insured`)"),
     _usd("repaired_from_savings_usd", "repairs paid from savings"),
     _usd("loan_usd", "disaster loan taken for the repairs (repaid from next year)"),
     _usd("unrepaired_usd", "damage left unrepaired: lowers the value of the home or belongings"),
@@ -131,6 +133,9 @@ AGENT_YEARLY: tuple[Column, ...] = (
           "insurance (drawn once; `insurance.mandatory_purchase`)"),
     _flag("lender_placed", "the lender renewed the policy for next year because the executed "
           "action did not insure (insured_after is then true)"),
+    _flag("group_certificate", "at decision time an aid certificate "
+          "(`finance.aid.group_policy`) covered next year's flood: a choice without insurance "
+          "left the household insured by it"),
     _flag("relocated_after", "left this year (relocation or forced sale; leaves the simulation)"),
     _usd("loan_payment_usd", "loan payment made this year"),
     _usd("debt_after_usd", "disaster-loan balance at the end of the year"),

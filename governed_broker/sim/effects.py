@@ -27,6 +27,7 @@ from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.contracts.effects import EFFECTS, EffectTraits, effect_names, traits_of
 from governed_broker.sim import money
 from governed_broker.sim.damage import damages_usd
+from governed_broker.sim.group_policy import capped_payouts
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,10 @@ class OptionBatch:
         typical_depth_m: Depth of a typical flood of the household's zone (metres).
         flood_probability: Annual chance that a flood reaches the home (the zone's, from the
             hazard map).
-        insured: Whether a policy covers next year's flood.
+        insured: Whether a policy of the household's own covers next year's flood.
+        certificate: Whether an aid certificate (``sim.group_policy``) covers next year's
+            flood; it pays up to the group policy's coverage and ends when the household buys
+            a policy of its own.
         subsidised: Whether the elevation grant is offered to the household this year
             (``sim.subsidy``).
         buyout_offered: Whether the buyout programme offers to buy the home this year
@@ -64,6 +68,7 @@ class OptionBatch:
     typical_depth_m: np.ndarray
     flood_probability: np.ndarray
     insured: np.ndarray | bool = False
+    certificate: np.ndarray | bool = False
     subsidised: np.ndarray | bool = True
     buyout_offered: np.ndarray | bool = False
     buyout_price_usd: np.ndarray | float = 0.0
@@ -93,21 +98,30 @@ class OptionBatch:
 
     def with_protection(self, traits: EffectTraits) -> OptionBatch:
         """The batch with an effect's protection in place for next year: elevated if it
-        elevates (or the home already is), insured exactly when it insures."""
+        elevates (or the home already is), insured by its own policy exactly when it insures
+        (which ends a certificate)."""
         return dataclasses.replace(self, elevated=self.elevated | traits.elevates,
-                                   insured=traits.insures)
+                                   insured=traits.insures,
+                                   certificate=self.certificate & (not traits.insures))
 
-    def loss_usd(self, depth_m: np.ndarray, insured: np.ndarray | bool) -> np.ndarray:
-        """Out-of-pocket loss of a flood of ``depth_m`` (metres; negatives mean dry)."""
+    def loss_usd(self, depth_m: np.ndarray, insured: np.ndarray | bool,
+                 certificate: np.ndarray | bool = False) -> np.ndarray:
+        """Out-of-pocket loss of a flood of ``depth_m`` (metres; negatives mean dry), insured
+        by an own policy or, up to its coverage, by an aid certificate."""
         d_s, d_c = damages_usd(self.damage_table, np.maximum(0.0, depth_m),
                                self.structure_value_usd, self.contents_value_usd)
-        pay = money.payout_usd(self.config.insurance, d_s, d_c, self.owner,
-                               np.broadcast_to(insured, self.owner.shape))
-        return d_s + d_c - pay
+        own = np.broadcast_to(insured, self.owner.shape)
+        by_certificate = np.broadcast_to(certificate, self.owner.shape) & ~own
+        pay_s, pay_c = money.payouts_usd(self.config.insurance, d_s, d_c, self.owner,
+                                         own | by_certificate)
+        if by_certificate.any():
+            coverage = self.config.finance.aid.group_policy.coverage_usd
+            pay_s, pay_c = capped_payouts(coverage, pay_s, pay_c, by_certificate)
+        return d_s + d_c - pay_s - pay_c
 
     def loss_here_usd(self) -> np.ndarray:
         """Out-of-pocket loss of a typical flood with the protection of this batch."""
-        return self.loss_usd(self.depth_here_m, self.insured)
+        return self.loss_usd(self.depth_here_m, self.insured, self.certificate)
 
     def damage_here_usd(self) -> np.ndarray:
         """Damage (before any payout) of a typical flood at the home as it stands."""

@@ -60,7 +60,7 @@ class Repairs:
 def finance_repairs(
     fin: FinanceConfig, need_structure_usd: np.ndarray, need_contents_usd: np.ndarray,
     savings_usd: np.ndarray, income_usd: np.ndarray, payment_usd: np.ndarray,
-    aid_draw: np.ndarray,
+    aid_draw: np.ndarray, aid_eligible: np.ndarray | None = None,
 ) -> Repairs:
     """Finance the repairs that insurance did not pay (see the module docstring).
 
@@ -72,10 +72,15 @@ def finance_repairs(
         income_usd: Yearly income.
         payment_usd: Yearly payments of the loans held already.
         aid_draw: Uniform draws in [0, 1), one per household (aid when below the probability).
+        aid_eligible: Households that may receive aid at all (None: every one;
+            ``sim.group_policy.aid_eligible``).
     """
     need_s, need_c = np.maximum(need_structure_usd, 0.0), np.maximum(need_contents_usd, 0.0)
     need = need_s + need_c
-    aid = np.where((aid_draw < fin.aid.probability) & (need > 0),
+    granted = (aid_draw < fin.aid.probability) & (need > 0)
+    if aid_eligible is not None:
+        granted &= aid_eligible
+    aid = np.where(granted,
                    np.minimum(need, fin.aid.max_grant_usd), 0.0)
     from_savings = np.minimum(need - aid, np.maximum(savings_usd, 0.0))
     left = need - aid - from_savings

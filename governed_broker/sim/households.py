@@ -36,6 +36,9 @@ class HouseholdArrays:
     unrepaired_usd: np.ndarray  # structure damage left unrepaired so far
     sold: np.ndarray  # left by a forced sale (also marked relocated)
     insurance_required: np.ndarray  # the lender enforces the mandatory purchase requirement
+    group_policy_years: np.ndarray  # int; later years of floods an aid certificate covers
+    group_insured: np.ndarray  # the policy in force is an aid certificate (``sim.group_policy``)
+    aid_requires_insurance: np.ndarray  # received aid in the group policy's zones
     taken_once: dict[str, np.ndarray] = field(default_factory=dict)
 
     def arrays(self) -> dict[str, np.ndarray]:

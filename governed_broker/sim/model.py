@@ -31,6 +31,7 @@ from governed_broker.config.loader import (
     load_agent_types,
     load_institutions,
 )
+from governed_broker.config.world import GroupPolicyConfig
 from governed_broker.contracts.columns import AGENT_YEARLY, names
 from governed_broker.contracts.columns import model_columns as model_column_table
 from governed_broker.contracts.decision import (
@@ -49,6 +50,7 @@ from governed_broker.sim.buyout import buyout_offers, eligible_for_buyout
 from governed_broker.sim.damage import damages_usd
 from governed_broker.sim.effects import OptionBatch, Priced, execute, price
 from governed_broker.sim.fastbuild import build
+from governed_broker.sim.group_policy import aid_eligible, capped_payouts, new_certificates
 from governed_broker.sim.hazard import make_hazard
 from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.institutions import Institutions
@@ -215,6 +217,9 @@ class FloodModel(mesa.Model):
             sold=np.zeros(pop.size, dtype=bool),
             insurance_required=draw_required(self.config.insurance.mandatory_purchase, pop.zone,
                                              pop.is_owner, self.config.seed),
+            group_policy_years=np.zeros(pop.size, dtype=np.int64),
+            group_insured=np.zeros(pop.size, dtype=bool),
+            aid_requires_insurance=np.zeros(pop.size, dtype=bool),
             taken_once={
                 a: np.zeros(pop.size, dtype=bool)
                 for a, spec in self.domain.actions.items() if spec.duration == "once"
@@ -332,12 +337,18 @@ class FloodModel(mesa.Model):
         pay_s, pay_c = money.payouts_usd(self.config.insurance, c.damage_structure_usd,
                                          c.damage_contents_usd, hh.is_owner[idx],
                                          c.insured_before)
+        group = self.config.finance.aid.group_policy
+        if group is not None:
+            pay_s, pay_c = capped_payouts(group.coverage_usd, pay_s, pay_c,
+                                          hh.group_insured[idx])
         c.payout_usd = pay_s + pay_c
         c.out_of_pocket_usd = c.damage_usd - c.payout_usd
         aid_draw = child_rng(self.seed, "finance", self.year, "aid").random(self.n)[idx]
+        eligible = aid_eligible(group, hh.aid_requires_insurance[idx], c.insured_before)
         c.repairs = repairs = finance.finance_repairs(
             self.config.finance, c.damage_structure_usd - pay_s, c.damage_contents_usd - pay_c,
-            hh.savings_usd[idx], hh.income_usd[idx], c.payment_due_usd, aid_draw)
+            hh.savings_usd[idx], hh.income_usd[idx], c.payment_due_usd, aid_draw, eligible)
+        self._aid_certificates(group, eligible, aid_draw, repairs.aid_usd)
         hh.savings_usd[idx] -= repairs.from_savings_usd
         hh.structure_value_usd[idx] -= repairs.unrepaired_structure_usd
         hh.contents_value_usd[idx] -= repairs.unrepaired_contents_usd
@@ -347,6 +358,23 @@ class FloodModel(mesa.Model):
         hh.floods_experienced[idx] += c.flooded
         if self.world_memory is not None:
             self.world_memory.record_impacts(self.year, c)
+
+    def _aid_certificates(self, group: GroupPolicyConfig | None, eligible: np.ndarray,
+                          aid_draw: np.ndarray, aid_usd: np.ndarray) -> None:
+        """The group policy's consequences of this year's aid (``sim.group_policy``): new
+        certificates, the requirement to keep insurance, and the grants withheld for breaking
+        it (households the draw would have given aid)."""
+        c, hh, idx = self.current, self.hh, self.current.idx
+        c.aid_withheld = ~eligible & (aid_draw < self.config.finance.aid.probability) & (
+            c.out_of_pocket_usd > 0.0)
+        if group is None:
+            return
+        in_zones = np.isin(np.asarray(self.zones, dtype=object)[hh.zone_index[idx]], group.zones)
+        given = new_certificates(group, in_zones, aid_usd, c.insured_before,
+                                 hh.aid_requires_insurance[idx])
+        hh.group_policy_years[idx] = np.where(given, group.term_years,
+                                              hh.group_policy_years[idx])
+        hh.aid_requires_insurance[idx] |= in_zones & (aid_usd > 0.0)
 
     def institutions_phase(self) -> None:
         """2b. The government, then the insurer, decide this year's levers (``sim.institutions``);
@@ -380,18 +408,20 @@ class FloodModel(mesa.Model):
         """
         hh, c = self.hh, self.current
         owner = hh.is_owner[idx]
+        c.certificate = certificate = hh.group_policy_years[idx] > 0
         c.subsidy_offered = self._subsidy_offers(idx)
         c.buyout_offered, c.buyout_price_usd = self._buyout_offers(idx)
         batch = OptionBatch(
             self.config, self.damage_table, owner, hh.structure_value_usd[idx],
             hh.contents_value_usd[idx], hh.elevated[idx],
             self.hazard.typical_depth_m[hh.zone_index[idx]],
-            self.hazard.probability[hh.zone_index[idx]], subsidised=c.subsidy_offered,
-            buyout_offered=c.buyout_offered, buyout_price_usd=c.buyout_price_usd)
+            self.hazard.probability[hh.zone_index[idx]], certificate=certificate,
+            subsidised=c.subsidy_offered, buyout_offered=c.buyout_offered,
+            buyout_price_usd=c.buyout_price_usd)
         effects = {spec.effect for spec in self.domain.actions.values()}
         priced = {e: price(e, batch) for e in effects}
         placed = {e: np.zeros(len(idx), dtype=bool) for e in effects}
-        required = hh.insurance_required[idx]
+        required = hh.insurance_required[idx] & ~certificate
         if required.any():
             for e in filter(lender_adds_insurance, effects):
                 insured = price(with_insurance(e), batch)
@@ -483,6 +513,7 @@ class FloodModel(mesa.Model):
         depth = self.hazard.typical_depth_m[hh.zone_index[idx]].tolist()
         damage = c.typical_damage_usd.tolist()
         required = hh.insurance_required[idx].tolist()
+        aid_terms = self._aid_terms(idx)
         offer = c.buyout_price_usd.tolist()
         room = finance.spending_room_usd(self.config.finance, hh.savings_usd[idx],
                                          hh.income_usd[idx], c.payment_due_usd).tolist()
@@ -497,11 +528,27 @@ class FloodModel(mesa.Model):
                               "typical_flood": {"depth_m": depth[j], "damage_usd": damage[j]},
                               "spending_room_usd": room[j],
                               "insurance_required": required[j],
+                              **aid_terms[j],
                               # only with an offer: situations without one stay as they were
                               **({"buyout_offer_usd": offer[j]} if offer[j] else {}),
                           }, memory))
             situations.append(build(HouseholdSituation, fields))
         return situations
+
+    def _aid_terms(self, idx: np.ndarray) -> list[dict[str, Any]]:
+        """Per active household, what the group policy holds for it (``sim.group_policy``):
+        ``group_policy`` (years of floods its certificate still covers and the coverage) and
+        ``aid_requires_insurance``; empty where neither applies, so that those situations stay
+        as they were."""
+        group = self.config.finance.aid.group_policy
+        if group is None:
+            return [{} for _ in idx]
+        years = self.hh.group_policy_years[idx].tolist()
+        keep = (self.hh.aid_requires_insurance[idx] & group.keep_insured).tolist()
+        return [{**({"group_policy": {"years": n, "coverage_usd": group.coverage_usd}}
+                    if n else {}),
+                 **({"aid_requires_insurance": True} if k else {})}
+                for n, k in zip(years, keep, strict=True)]
 
     def _allowed_actions(self) -> list[tuple[str, ...]]:
         """Per active household, the actions open to it (in the domain's order)."""
@@ -592,7 +639,12 @@ class FloodModel(mesa.Model):
                                  money.elevation_grant_usd(self.config.elevation), 0.0)
         c.buyout_usd = np.where(done.bought_out, c.buyout_price_usd, 0.0)
         hh.elevated[idx] |= done.elevated
-        hh.insured[idx] = done.insured | c.lender_placed  # un-renewed insurance lapses
+        own_policy = done.insured | c.lender_placed  # un-renewed insurance lapses
+        certified = (hh.group_policy_years[idx] > 0) & ~own_policy & ~done.relocated
+        hh.insured[idx] = own_policy | certified
+        hh.group_insured[idx] = certified
+        # a year of the certificate's term is used; an own policy ends it
+        hh.group_policy_years[idx] = np.where(certified, hh.group_policy_years[idx] - 1, 0)
         hh.relocated[idx] |= done.relocated
         for a, taken in hh.taken_once.items():
             taken[idx] |= executed == pos[a]

@@ -40,6 +40,8 @@ class YearState:
         payment_due_usd: This year's loan payment (dollars).
         repairs: How the out-of-pocket damage was financed (``sim.finance.Repairs``;
             impacts phase).
+        aid_withheld: The aid draw would have given a grant, but the household had not kept
+            the insurance an earlier grant required (``sim.group_policy``; impacts phase).
         options: Per action: ``cost``, ``premium``, ``allowed``, ``affordable`` and ``loss``
             arrays (``FloodModel.action_options``; perception phase).
         typical_damage_usd: Damage a typical flood of the zone would do to the home as it
@@ -58,6 +60,8 @@ class YearState:
         forced_sale: Sold and left at the end of the year (execution).
         lender_placed: The lender renewed the policy for next year because the executed
             action did not insure (mandatory purchase; execution).
+        certificate: An aid certificate covered next year's flood at decision time
+            (``sim.group_policy``; perception phase).
         subsidy_offered: The elevation grant was offered this year (``sim.subsidy``;
             perception phase).
         subsidy_usd: Elevation grant paid this year (dollars; execution).
@@ -82,6 +86,7 @@ class YearState:
     payout_usd: np.ndarray = field(default_factory=_none)
     out_of_pocket_usd: np.ndarray = field(default_factory=_none)
     repairs: Repairs | None = None
+    aid_withheld: np.ndarray = field(default_factory=_none)
     options: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     typical_damage_usd: np.ndarray = field(default_factory=_none)
     could_protect: np.ndarray = field(default_factory=_none)
@@ -95,6 +100,7 @@ class YearState:
     action_cost_usd: np.ndarray = field(default_factory=_none)
     forced_sale: np.ndarray = field(default_factory=_none)
     lender_placed: np.ndarray = field(default_factory=_none)
+    certificate: np.ndarray = field(default_factory=_none)
     subsidy_offered: np.ndarray = field(default_factory=_none)
     subsidy_usd: np.ndarray = field(default_factory=_none)
     buyout_offered: np.ndarray = field(default_factory=_none)

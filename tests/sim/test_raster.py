@@ -74,6 +74,7 @@ def raster_data(experiments, grid_path: Path, population: Path, **raster) -> dic
                       "raster": {"path": str(grid_path), "grids": grid_names(),
                                  "start_year": 2000, **raster}}
     data["insurance"]["mandatory_purchase"]["zones"] = ["sfha"]
+    data["finance"]["aid"]["group_policy"]["zones"] = ["sfha"]
     return data
 
 
