@@ -7,10 +7,10 @@ given a certificate paid from the aid; it covers the floods of the next ``term_y
 to ``coverage_usd`` each, and ends early when the household buys a policy of its own. Every aid
 recipient of those zones must keep flood insurance to receive aid again (``keep_insured``).
 
-The household state is two arrays of ``HouseholdArrays``: ``group_policy_years`` (years of
-floods the certificate still covers after this year's) and ``aid_requires_insurance``; and
-``group_insured``, whether the policy in force for this year's flood is the certificate (whose
-payout is capped) rather than a policy of the household's own.
+The household state is three arrays of ``HouseholdArrays``: ``group_policy_years`` (years of
+floods the certificate still covers after this year's), ``aid_requires_insurance``, and
+``group_insured`` (the policy in force for this year's flood is the certificate, whose payout
+is capped, rather than a policy of the household's own).
 """
 
 from __future__ import annotations
