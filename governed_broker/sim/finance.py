@@ -37,6 +37,8 @@ class Repairs:
 
     Attributes:
         aid_usd: Disaster aid grant.
+        aid_withheld: The draw gave a grant, but the household may not receive aid
+            (``aid_eligible``).
         from_savings_usd: Paid from savings.
         loan_usd: Disaster loan taken.
         new_payment_usd: Yearly payment of that loan (from next year).
@@ -45,6 +47,7 @@ class Repairs:
     """
 
     aid_usd: np.ndarray
+    aid_withheld: np.ndarray
     from_savings_usd: np.ndarray
     loan_usd: np.ndarray
     new_payment_usd: np.ndarray
@@ -77,10 +80,9 @@ def finance_repairs(
     """
     need_s, need_c = np.maximum(need_structure_usd, 0.0), np.maximum(need_contents_usd, 0.0)
     need = need_s + need_c
-    granted = (aid_draw < fin.aid.probability) & (need > 0)
-    if aid_eligible is not None:
-        granted &= aid_eligible
-    aid = np.where(granted,
+    drawn = (aid_draw < fin.aid.probability) & (need > 0)
+    withheld = drawn & ~aid_eligible if aid_eligible is not None else np.zeros_like(drawn)
+    aid = np.where(drawn & ~withheld,
                    np.minimum(need, fin.aid.max_grant_usd), 0.0)
     from_savings = np.minimum(need - aid, np.maximum(savings_usd, 0.0))
     left = need - aid - from_savings
@@ -93,7 +95,7 @@ def finance_repairs(
     loan_c = np.minimum.reduce([left_c, np.full_like(left_c, fin.loan.max_contents_usd),
                                 capacity - loan_s])
     loan = loan_s + loan_c
-    return Repairs(aid_usd=aid, from_savings_usd=from_savings, loan_usd=loan,
+    return Repairs(aid_usd=aid, aid_withheld=withheld, from_savings_usd=from_savings, loan_usd=loan,
                    new_payment_usd=loan * factor, unrepaired_structure_usd=left_s - loan_s,
                    unrepaired_contents_usd=left_c - loan_c)
 

@@ -348,7 +348,7 @@ class FloodModel(mesa.Model):
         c.repairs = repairs = finance.finance_repairs(
             self.config.finance, c.damage_structure_usd - pay_s, c.damage_contents_usd - pay_c,
             hh.savings_usd[idx], hh.income_usd[idx], c.payment_due_usd, aid_draw, eligible)
-        self._aid_certificates(group, eligible, aid_draw, repairs.aid_usd)
+        self._aid_certificates(group, repairs.aid_usd)
         hh.savings_usd[idx] -= repairs.from_savings_usd
         hh.structure_value_usd[idx] -= repairs.unrepaired_structure_usd
         hh.contents_value_usd[idx] -= repairs.unrepaired_contents_usd
@@ -359,14 +359,10 @@ class FloodModel(mesa.Model):
         if self.world_memory is not None:
             self.world_memory.record_impacts(self.year, c)
 
-    def _aid_certificates(self, group: GroupPolicyConfig | None, eligible: np.ndarray,
-                          aid_draw: np.ndarray, aid_usd: np.ndarray) -> None:
+    def _aid_certificates(self, group: GroupPolicyConfig | None, aid_usd: np.ndarray) -> None:
         """The group policy's consequences of this year's aid (``sim.group_policy``): new
-        certificates, the requirement to keep insurance, and the grants withheld for breaking
-        it (households the draw would have given aid)."""
+        certificates and the requirement to keep insurance."""
         c, hh, idx = self.current, self.hh, self.current.idx
-        c.aid_withheld = ~eligible & (aid_draw < self.config.finance.aid.probability) & (
-            c.out_of_pocket_usd > 0.0)
         if group is None:
             return
         in_zones = np.isin(np.asarray(self.zones, dtype=object)[hh.zone_index[idx]], group.zones)

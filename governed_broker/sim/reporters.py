@@ -90,7 +90,7 @@ AGENT_REPORTERS: dict[str, Reporter] = {
     "payout_usd": lambda v: v.state.payout_usd,
     "out_of_pocket_usd": lambda v: v.state.out_of_pocket_usd,
     "aid_usd": lambda v: v.state.repairs.aid_usd,
-    "aid_withheld": lambda v: v.state.aid_withheld,
+    "aid_withheld": lambda v: v.state.repairs.aid_withheld,
     "repaired_from_savings_usd": lambda v: v.state.repairs.from_savings_usd,
     "loan_usd": lambda v: v.state.repairs.loan_usd,
     "unrepaired_usd": lambda v: v.state.repairs.unrepaired_usd,

@@ -40,8 +40,6 @@ class YearState:
         payment_due_usd: This year's loan payment (dollars).
         repairs: How the out-of-pocket damage was financed (``sim.finance.Repairs``;
             impacts phase).
-        aid_withheld: The aid draw would have given a grant, but the household had not kept
-            the insurance an earlier grant required (``sim.group_policy``; impacts phase).
         options: Per action: ``cost``, ``premium``, ``allowed``, ``affordable`` and ``loss``
             arrays (``FloodModel.action_options``; perception phase).
         typical_damage_usd: Damage a typical flood of the zone would do to the home as it
@@ -86,7 +84,6 @@ class YearState:
     payout_usd: np.ndarray = field(default_factory=_none)
     out_of_pocket_usd: np.ndarray = field(default_factory=_none)
     repairs: Repairs | None = None
-    aid_withheld: np.ndarray = field(default_factory=_none)
     options: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     typical_damage_usd: np.ndarray = field(default_factory=_none)
     could_protect: np.ndarray = field(default_factory=_none)
