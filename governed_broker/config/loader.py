@@ -239,14 +239,17 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
                 f"have no entry in the hazard map; defined zones: "
                 f"{zone_names(config.hazard.zones)}"
             )
-    zoned = {"insurance.mandatory_purchase": config.insurance.mandatory_purchase,
-             "finance.aid.group_policy": config.finance.aid.group_policy}
+    zoned = {"insurance.mandatory_purchase.zones": config.insurance.mandatory_purchase,
+             "finance.aid.group_policy.zones": config.finance.aid.group_policy}
+    if config.policy_change is not None:
+        zoned["policy_change.settings: finance.aid.group_policy.zones"] = \
+            config.with_policy_change().finance.aid.group_policy
     for field, section in zoned.items():
         unknown = [] if section is None else sorted(
             set(section.zones) - pop_zones - set(config.hazard.zones))
         if unknown:
             raise ConfigError(
-                f"{source}: field '{field}.zones': zone(s) "
+                f"{source}: field '{field}': zone(s) "
                 f"{zone_names(unknown)} are neither population nor hazard-map zones; defined "
                 f"zones: {zone_names(sorted(pop_zones | set(config.hazard.zones)))}")
     if config.hazard.mode == "raster":

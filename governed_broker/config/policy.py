@@ -11,6 +11,12 @@ Only settings that the world reads afresh every year are policy settings (``POLI
 Settings drawn once at the start (who holds a mortgage that requires insurance, the population,
 the hazard) or that shape the households' minds (memory, prompts, the decision maker) cannot
 change from one year on, and are refused with the list of what can.
+
+The aid certificates' terms (``finance.aid.group_policy``) may change field by field: from
+``from_year`` on, ``zones`` and ``term_years`` apply to the certificates given from then on,
+``coverage_usd`` to every claim paid by a certificate (those already given included), and
+``keep_insured`` to every later aid decision (earlier recipients included). The programme as a
+whole cannot start or end by a policy change: certificates in force would lose their terms.
 """
 
 from __future__ import annotations
@@ -46,6 +52,11 @@ POLICY_SETTINGS: tuple[str, ...] = (
     "buyout.allocation",
     "finance.aid.probability",
     "finance.aid.max_grant_usd",
+    # fields only: ending the programme would leave certificates in force without their terms
+    "finance.aid.group_policy.zones",
+    "finance.aid.group_policy.term_years",
+    "finance.aid.group_policy.coverage_usd",
+    "finance.aid.group_policy.keep_insured",
     "institutions.government.appropriation_per_household_usd",
     "institutions.government.post_disaster_share",
     "institutions.government.buyout_share_of_funds",
@@ -110,8 +121,13 @@ def apply_settings(sections: dict[str, BaseModel | None], models: dict[str, type
                     f"experiment does not set; set the whole section ({section}: {{...}})")
             changed[section] = current.model_dump(mode="python")
         node = changed[section]
-        for part in path[:-1]:
+        for depth, part in enumerate(path[:-1], start=1):
             node = node[part]
+            if node is None:
+                unset = ".".join([section, *path[:depth]])
+                raise ValueError(
+                    f"policy_change.settings: {key!r} changes a field of '{unset}', which the "
+                    "experiment does not set; set it in the experiment first")
         node[path[-1]] = value
     out: dict[str, Any] = {}
     for section, data in changed.items():

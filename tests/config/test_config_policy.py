@@ -46,6 +46,30 @@ def test_a_change_that_is_not_a_valid_policy_is_a_configuration_error(
         experiments.config([override])
 
 
+def test_the_aid_certificates_terms_change_field_by_field(experiments) -> None:
+    config = experiments.config([_change(
+        "finance.aid.group_policy.coverage_usd: 50000, finance.aid.group_policy.keep_insured: "
+        "false")])
+    before, after = config.finance.aid.group_policy, config.with_policy_change().finance.aid \
+        .group_policy
+    assert (after.coverage_usd, after.keep_insured) == (50_000, False)
+    assert (after.zones, after.term_years) == (before.zones, before.term_years)
+    with pytest.raises(ConfigError, match="'finance.aid.group_policy' is not a policy setting"):
+        experiments.config([_change("finance.aid.group_policy: null")])
+    with pytest.raises(ConfigError, match=r"policy_change.settings: finance.aid.group_policy"
+                                          r".zones': zone\(s\) 'sfha'"):
+        experiments.config([_change("finance.aid.group_policy.zones: [sfha]")])
+
+
+def test_a_field_of_a_section_the_experiment_does_not_set_is_an_error(experiments) -> None:
+    data = experiments.data()
+    del data["finance"]["aid"]["group_policy"]
+    with pytest.raises(ConfigError, match="'finance.aid.group_policy.term_years' changes a "
+                                          "field of 'finance.aid.group_policy', which the "
+                                          "experiment does not set"):
+        experiments.config([_change("finance.aid.group_policy.term_years: 2")], data=data)
+
+
 def test_every_policy_setting_exists() -> None:
     from governed_broker.config.experiment import ExperimentConfig, _section_model
 

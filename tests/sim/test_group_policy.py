@@ -32,7 +32,8 @@ def world(experiments):
     (experiments.tmp_path / "pop.csv").write_text(
         "# synthetic test population\n" + POP_HEADER + "\n" + "\n".join(POP_ROWS) + "\n")
 
-    def make(script: dict[tuple[int, int], str], group: dict | None, years: int = 6):
+    def make(script: dict[tuple[int, int], str], group: dict | None, years: int = 6,
+             policy_change: dict | None = None):
         data = experiments.data()
         data["years"] = years
         data["memory"]["engine"] = "none"
@@ -47,6 +48,8 @@ def world(experiments):
         data["finance"]["aid"]["group_policy"] = group
         if group is None:
             del data["finance"]["aid"]["group_policy"]
+        if policy_change is not None:
+            data["policy_change"] = policy_change
         maker = Scripted(script)
         return FloodModel(experiments.config(data=data), maker), maker
 
@@ -90,6 +93,14 @@ def test_aid_is_withheld_from_recipients_who_did_not_keep_insurance(world) -> No
     # earlier: only 2, at the flood of year 4 (its policy lapsed after year 2; 1 was certified)
     assert [(y + 1, a) for y in range(5) for a in rows[y] if rows[y][a]["aid_withheld"]] == [
         (4, 2)]
+
+
+def test_a_policy_change_of_the_coverage_applies_to_certificates_in_force(world) -> None:
+    change = {"from_year": 4, "settings": {"finance.aid.group_policy.coverage_usd": 5_000}}
+    rows = run(world({(1, 2): "buy_insurance"}, _group(), policy_change=change)[0], 4)
+    # household 1's certificate was given at the flood of year 2, under the old coverage
+    assert rows[1][1]["group_certificate"] and rows[2][1]["insured_after"]
+    assert rows[3][1]["insured_before"] and rows[3][1]["payout_usd"] == pytest.approx(5_000.0)
 
 
 def test_without_keep_insured_aid_is_never_withheld(world) -> None:
