@@ -486,8 +486,9 @@ class GroupPolicyConfig(StrictModel):
     uninsured, and has not received aid there before, is given a group certificate: it is
     insured for the floods of the next ``term_years`` years whatever it chooses, for up to
     ``coverage_usd`` of damage per flood (structure and contents together, after the insurance
-    section's deductibles and payout share). The aid programme pays its premium, outside the
-    household's accounts. Buying a policy of its own ends the certificate. With
+    section's deductibles and payout share). The aid programme pays its premium
+    (``premium_usd`` for the whole term, written by the insurer in the year of the grant),
+    outside the household's accounts. Buying a policy of its own ends the certificate. With
     ``keep_insured``, every aid recipient of the zones must keep flood insurance from then on:
     one found uninsured at a later flood receives no grant.
     """
@@ -499,6 +500,11 @@ class GroupPolicyConfig(StrictModel):
         "years of floods the certificate covers, from the year after the grant"))
     coverage_usd: Money = Field(description=(
         "most the certificate pays for one flood (structure and contents together)"))
+    # default: run configurations written before this field existed stay loadable
+    premium_usd: Money = Field(default=2400.0, description=(
+        "premium the aid programme pays the insurer for one certificate's whole term "
+        "(dollars, in the year of the grant; default $2,400 for 36 months, FEMA Other Needs "
+        "Assistance, FEMA release reprinted by floydct.com, 27 Aug 2022)"))
     keep_insured: bool = Field(default=True, description=(
         "aid recipients of the zones must keep insurance to receive aid again"))
 

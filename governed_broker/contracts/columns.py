@@ -215,7 +215,7 @@ INSTITUTIONS_YEARLY: tuple[Column, ...] = (
     _usd("funds_available_usd", "balance carried over + appropriation + post-disaster funds"),
     _usd("appropriation_usd", "this year's appropriation to the fund"),
     _usd("post_disaster_funds_usd", "post-disaster mitigation funds (a share of last year's "
-         "disaster aid)"),
+         "disaster aid, aid certificates' premiums included)"),
     _count("grants_offered", "elevation grants offered"),
     _count("grants_paid", "elevation grants paid (offered households that elevated)"),
     _usd("grants_paid_usd", "money paid in elevation grants (at most subsidy_budget_usd)"),
@@ -230,8 +230,9 @@ INSTITUTIONS_YEARLY: tuple[Column, ...] = (
     _count("policies_in_force", "policies in force during this year's flood"),
     _usd("claims_usd", "claims paid this year"),
     _count("n_claims", "claims paid this year (policies with a payout)"),
-    _usd("premiums_written_usd", "premiums written this year (cover for next year)"),
-    _count("policies_written", "policies written this year"),
+    _usd("premiums_written_usd", "premiums written this year (cover for next year), with the "
+         "aid programme's for its certificates' cover next year (`finance.aid.group_policy`)"),
+    _count("policies_written", "households' own policies written this year"),
     _unit("loss_ratio", "claims this year / premiums written last year (empty: none written)",
           unit="ratio", nullable=True),
     _unit("experience_loss_ratio", "claims / premiums over the insurer's experience window "

@@ -11,7 +11,9 @@ and ``crs_discount``). The insurer sees what the government decided this year (p
 government -> insurer -> households). After the households' decisions are executed, the
 accounts are settled: grants and buyouts paid come out of the government's fund (they never
 exceed the budgets: offers are made within them), premiums written and claims paid go through
-the insurer's reserves.
+the insurer's reserves. The premiums include those the aid programme pays for its insurance
+certificates (``finance.aid.group_policy``), earned over each certificate's term, and the aid
+paid includes them.
 
 The fund receives each year ``appropriation_per_household_usd`` x the initial population and
 ``post_disaster_share`` of the disaster aid paid the year before (post-disaster mitigation
@@ -189,7 +191,9 @@ class GovernmentAgent(InstitutionAgent):
                      "buyouts_accepted": buyouts[0], "buyouts_paid_usd": buyouts[1]}
         self.balance_usd = self.funds["funds_available_usd"] - grants[1] - buyouts[1]
         self.last_grants, self.last_buyouts = grants, buyouts
-        self.last_aid_usd = float(c.repairs.aid_usd.sum())
+        # the aid programme also paid the premiums of the certificates it gave (FEMA's Other
+        # Needs Assistance pays them from the same programme)
+        self.last_aid_usd = float(c.repairs.aid_usd.sum() + c.certificate_premium_usd.sum())
 
     def state(self) -> dict[str, Any]:
         """Everything that carries from one year to the next (checkpoints)."""
@@ -261,7 +265,7 @@ class InsurerAgent(InstitutionAgent):
     def settle(self) -> None:
         """Premiums written this year and this year's claims go through the reserves."""
         c = self.model.current
-        premiums = float(c.premium_usd.sum())
+        premiums = float(c.premium_usd.sum()) + self._certificate_premiums()
         claims, count = self.year_claims
         if self.premiums_last_year_usd > 0:
             self.history = (self.history + [[claims, self.premiums_last_year_usd, count]])[
@@ -270,6 +274,20 @@ class InsurerAgent(InstitutionAgent):
                         "policies_written": int((c.premium_usd > 0).sum())}
         self.reserves_usd += premiums - claims
         self.premiums_last_year_usd = premiums
+
+    def _certificate_premiums(self) -> float:
+        """The aid programme's premiums for next year's cover by aid certificates
+        (``sim.group_policy``): each certificate's premium spread evenly over its term, so that
+        a year's claims are set against the premiums that bought that year's cover (the
+        programme pays the whole term at the grant; the insurer earns it year by year)."""
+        m = self.model
+        group = m.config.finance.aid.group_policy
+        if group is None:
+            return 0.0
+        idx = m.current.idx
+        # a household that left (forced sales too) takes no cover into next year
+        certified = int((m.hh.group_insured[idx] & ~m.hh.relocated[idx]).sum())
+        return certified * group.premium_usd / group.term_years
 
     def state(self) -> dict[str, Any]:
         """Everything that carries from one year to the next (checkpoints)."""

@@ -364,12 +364,14 @@ class FloodModel(mesa.Model):
         certificates and the requirement to keep insurance."""
         c, hh, idx = self.current, self.hh, self.current.idx
         if group is None:
+            c.certificate_premium_usd = np.zeros(len(idx))
             return
         in_zones = np.isin(np.asarray(self.zones, dtype=object)[hh.zone_index[idx]], group.zones)
         given = new_certificates(group, in_zones, aid_usd, c.insured_before,
                                  hh.aid_requires_insurance[idx])
         hh.group_policy_years[idx] = np.where(given, group.term_years,
                                               hh.group_policy_years[idx])
+        c.certificate_premium_usd = np.where(given, group.premium_usd, 0.0)
         hh.aid_requires_insurance[idx] |= in_zones & (aid_usd > 0.0)
 
     def institutions_phase(self) -> None:

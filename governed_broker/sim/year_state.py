@@ -60,6 +60,8 @@ class YearState:
             action did not insure (mandatory purchase; execution).
         certificate: An aid certificate covered next year's flood at decision time
             (``sim.group_policy``; perception phase).
+        certificate_premium_usd: Premium the aid programme paid the insurer for a
+            certificate given this year (dollars, its whole term; impacts phase).
         subsidy_offered: The elevation grant was offered this year (``sim.subsidy``;
             perception phase).
         subsidy_usd: Elevation grant paid this year (dollars; execution).
@@ -98,6 +100,7 @@ class YearState:
     forced_sale: np.ndarray = field(default_factory=_none)
     lender_placed: np.ndarray = field(default_factory=_none)
     certificate: np.ndarray = field(default_factory=_none)
+    certificate_premium_usd: np.ndarray = field(default_factory=_none)
     subsidy_offered: np.ndarray = field(default_factory=_none)
     subsidy_usd: np.ndarray = field(default_factory=_none)
     buyout_offered: np.ndarray = field(default_factory=_none)

@@ -24,7 +24,7 @@ COVERAGE_USD = 20_000.0
 
 def _group(**kw) -> dict:
     return {"source": "test", "zones": ["high"], "term_years": 3,
-            "coverage_usd": COVERAGE_USD, **kw}
+            "coverage_usd": COVERAGE_USD, "premium_usd": 2_400.0, **kw}
 
 
 @pytest.fixture
@@ -137,7 +137,8 @@ def test_capped_payouts_scale_both_parts_to_the_coverage() -> None:
 
 
 def test_certificates_and_eligibility_follow_the_rules() -> None:
-    group = GroupPolicyConfig(source="t", zones=["high"], term_years=3, coverage_usd=1.0)
+    group = GroupPolicyConfig(source="t", zones=["high"], term_years=3, coverage_usd=1.0,
+                              premium_usd=1.0)
     in_zones = np.array([True, True, True, False, True])
     aid = np.array([5.0, 5.0, 0.0, 5.0, 5.0])
     insured = np.array([False, True, False, False, False])

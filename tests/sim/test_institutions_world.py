@@ -129,6 +129,37 @@ def test_the_insurers_book_follows_premiums_and_claims(floody_run) -> None:
     assert np.allclose(inst["loss_ratio"].to_numpy()[1:], ratio, atol=1e-6)
 
 
+class DoesNothing(TakesOffers):
+    """Households that never act: uninsured aid recipients keep their aid certificates."""
+
+    name = "does-nothing"
+
+    def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
+        return [Decision(s.agent_id, "do_nothing", "do_nothing", "approved",
+                         decision_maker=self.name) for s in situations]
+
+
+def test_the_aid_programme_pays_the_insurer_for_its_certificates(tmp_path) -> None:
+    config = load_experiment(EXPERIMENT, [*FLOODY, "years=8", "finance.aid.probability=1.0"])
+    group = config.finance.aid.group_policy
+    out = run_experiment(config, tmp_path / "run", progress=False,
+                         decision_maker=DoesNothing()).out_dir
+    inst = pd.read_csv(out / "institutions_yearly.csv")
+    model = pd.read_csv(out / "model_yearly.csv")
+    agents = pd.read_csv(out / "agents_yearly.csv")
+    held = agents.pivot(index="agent_id", columns="year", values="group_certificate")
+    held = held.fillna(False).astype(bool)
+    new = (held & ~held.shift(1, axis=1, fill_value=False)).sum().to_numpy()
+    # certificates covering next year's flood: held at decision time, still there at the end
+    staying = agents[agents["group_certificate"] & ~agents["relocated_after"]]
+    covering = staying.groupby("year").size().reindex(inst["year"], fill_value=0).to_numpy()
+    assert new.sum() > 0 and covering.sum() > new.sum()  # given, then earned over the term
+    earned = covering * group.premium_usd / group.term_years
+    assert np.allclose(inst["premiums_written_usd"], model["total_premiums_usd"] + earned)
+    aid = model["total_aid_usd"].to_numpy() + new * group.premium_usd
+    assert np.allclose(inst["post_disaster_funds_usd"], 0.15 * np.r_[0.0, aid[:-1]])
+
+
 def test_audit_records_each_decision_in_phase_order(floody_run) -> None:
     records = pd.read_json(floody_run / "institutions.jsonl", lines=True)
     assert list(records["institution"][:2]) == ["government", "insurer"]
