@@ -38,8 +38,10 @@ def main() -> None:
     pop = generate_population(config.population.generate, args.households, config.seed)
     rng = child_rng(config.seed, "loss-ratio")
     ins, hazard = config.insurance, config.hazard
+    preferred = (np.isin(pop.zone, ins.preferred_risk.zones) if ins.preferred_risk is not None
+                 else False)
     premium = money.premium_usd(ins, pop.structure_value_usd, pop.contents_value_usd,
-                                pop.is_owner)
+                                pop.is_owner, preferred=preferred)
     print(f"{args.experiment}: {args.households} households, {args.events} floods per zone")
     for zone, spec in hazard.zones.items():
         home = pop.zone == zone

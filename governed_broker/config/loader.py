@@ -240,6 +240,7 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
                 f"{zone_names(config.hazard.zones)}"
             )
     zoned = {"insurance.mandatory_purchase.zones": config.insurance.mandatory_purchase,
+             "insurance.preferred_risk.zones": config.insurance.preferred_risk,
              "finance.aid.group_policy.zones": config.finance.aid.group_policy}
     if config.policy_change is not None:
         zoned["policy_change.settings: finance.aid.group_policy.zones"] = \

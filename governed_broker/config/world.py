@@ -375,6 +375,52 @@ class MandatoryPurchaseConfig(StrictModel):
         "let the policy lapse"))
 
 
+class PreferredBand(StrictModel):
+    """One coverage combination of a preferred-risk table and its annual premium (dollars)."""
+
+    building_usd: Money = 0.0
+    contents_usd: Money
+    premium_usd: Money
+
+
+class PreferredRiskConfig(StrictModel):
+    """Fixed premiums by coverage band outside the SFHA (NFIP Preferred Risk Policy-style;
+    ``sim.money.preferred_premium_usd``).
+
+    Under ``pricing: legacy`` a household of the named zones pays, instead of the per-$1,000
+    rates, the premium of the smallest band that covers what it insures up to the policy
+    limits (the largest band when none does): an owner a ``building_contents`` band covering
+    both its home and its contents, a renter a ``contents_only`` band. The premiums are the
+    published ones, fees and assessments included, plus ``surcharge_usd``; neither ``loading``
+    nor ``crs_discount`` applies to them (the insurer's levers move the rated premiums only).
+    Under ``risk_based`` pricing the bands are not used: Risk Rating 2.0 replaced the
+    Preferred Risk Policy. The policy's loss-history eligibility rule is not modelled.
+    """
+
+    source: Source
+    zones: list[str] = Field(min_length=1, description=(
+        "zones whose households are offered the banded premiums (outside the SFHA)"))
+    building_contents: list[PreferredBand] = Field(min_length=1, description=(
+        "owners' bands, by increasing coverage"))
+    contents_only: list[PreferredBand] = Field(min_length=1, description=(
+        "renters' contents-only bands, by increasing coverage"))
+    surcharge_usd: Money = Field(default=0.0, description=(
+        "added to every banded premium (dollars a year)"))
+
+    @field_validator("building_contents", "contents_only")
+    @classmethod
+    def _increasing(cls, bands: list[PreferredBand], info: ValidationInfo
+                    ) -> list[PreferredBand]:
+        for lower, upper in zip(bands, bands[1:], strict=False):
+            if (upper.building_usd < lower.building_usd or upper.contents_usd < lower.contents_usd
+                    or (upper.building_usd, upper.contents_usd)
+                    == (lower.building_usd, lower.contents_usd)):
+                raise ValueError(f"{info.field_name}: bands must cover more and more (a band "
+                                 f"of {upper.building_usd:g}/{upper.contents_usd:g} follows "
+                                 f"{lower.building_usd:g}/{lower.contents_usd:g})")
+        return bands
+
+
 class InsuranceConfig(StrictModel):
     """Flood insurance (NFIP-style): how premiums are rated, limits, deductibles, payout share;
     the mandatory purchase requirement (absent: no household is required to insure).
@@ -387,7 +433,8 @@ class InsuranceConfig(StrictModel):
     at the home's first-floor height (raised by ``elevation.height_m`` when elevated). Either
     is multiplied by ``loading``, reduced by the community discount ``crs_discount`` and
     ``fee_usd`` is added; the rates stay in the file as the legacy arm of a comparison
-    (``sim.money.premium_usd``).
+    (``sim.money.premium_usd``). With ``preferred_risk``, legacy pricing charges the households
+    of its zones banded premiums instead (``PreferredRiskConfig``).
     """
 
     source: Source
@@ -411,6 +458,8 @@ class InsuranceConfig(StrictModel):
     deductible_contents_usd: Money
     payout_share: Share = 1.0
     mandatory_purchase: MandatoryPurchaseConfig | None = None
+    preferred_risk: PreferredRiskConfig | None = Field(default=None, description=(
+        "legacy pricing: banded premiums in the named zones (Preferred Risk Policy-style)"))
 
 
 class ElevationConfig(StrictModel):

@@ -57,6 +57,8 @@ class OptionBatch:
         buyout_offered: Whether the buyout programme offers to buy the home this year
             (``sim.buyout``).
         buyout_price_usd: The price it offers (dollars; 0 without an offer).
+        preferred: Whether the home is in a zone of ``insurance.preferred_risk`` (banded
+            premiums under legacy pricing).
     """
 
     config: ExperimentConfig
@@ -72,6 +74,7 @@ class OptionBatch:
     subsidised: np.ndarray | bool = True
     buyout_offered: np.ndarray | bool = False
     buyout_price_usd: np.ndarray | float = 0.0
+    preferred: np.ndarray | bool = False
 
     @cached_property
     def premium_usd(self) -> np.ndarray:
@@ -80,7 +83,7 @@ class OptionBatch:
         ins = self.config.insurance
         expected = self.expected_payout_usd if ins.pricing == "risk_based" else None
         return money.premium_usd(ins, self.structure_value_usd, self.contents_value_usd,
-                                 self.owner, expected)
+                                 self.owner, expected, self.preferred)
 
     @cached_property
     def expected_payout_usd(self) -> np.ndarray:

@@ -395,6 +395,13 @@ class FloodModel(mesa.Model):
             self.hazard.typical_depth_m[hh.zone_index[idx]],
             self.hazard.probability[hh.zone_index[idx]]).expected_payout_usd
 
+    def _preferred(self, idx: np.ndarray) -> np.ndarray:
+        """Households in a zone of ``insurance.preferred_risk`` (banded premiums)."""
+        prp = self.config.insurance.preferred_risk
+        if prp is None:
+            return np.zeros(len(idx), dtype=bool)
+        return np.isin(np.asarray(self.zones, dtype=object)[self.hh.zone_index[idx]], prp.zones)
+
     def action_options(self, idx: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         """Per action: ``cost`` and ``premium`` (dollars), ``allowed`` and ``affordable``
         masks, ``loss``, ``lender_placed``.
@@ -415,7 +422,7 @@ class FloodModel(mesa.Model):
             self.hazard.typical_depth_m[hh.zone_index[idx]],
             self.hazard.probability[hh.zone_index[idx]], certificate=certificate,
             subsidised=c.subsidy_offered, buyout_offered=c.buyout_offered,
-            buyout_price_usd=c.buyout_price_usd)
+            buyout_price_usd=c.buyout_price_usd, preferred=self._preferred(idx))
         effects = {spec.effect for spec in self.domain.actions.values()}
         priced = {e: price(e, batch) for e in effects}
         placed = {e: np.zeros(len(idx), dtype=bool) for e in effects}

@@ -4,6 +4,8 @@ Formulas (docs/configuration.md):
 - coverage = min(value, limit) per structure (owners only) and contents;
 - premium, ``insurance.pricing: legacy`` = (rate_s * coverage_s / 1000 + rate_c * coverage_c
   / 1000) * loading * (1 - crs_discount) + fee;
+- premium, ``legacy`` in a zone of ``insurance.preferred_risk``: the premium of the smallest
+  band covering the policy (``preferred_premium_usd``), plus its surcharge;
 - premium, ``risk_based`` = expected annual payout * loading * (1 - crs_discount) + fee, the
   expected payout being
   the zone's annual flood chance times the payout of a typical flood at the home's first-floor
@@ -21,7 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from governed_broker.config.world import ElevationConfig, InsuranceConfig, RelocationConfig
+from governed_broker.config.world import (
+    ElevationConfig,
+    InsuranceConfig,
+    PreferredRiskConfig,
+    RelocationConfig,
+)
 
 
 def coverage_usd(
@@ -37,12 +44,15 @@ def coverage_usd(
 def premium_usd(
     ins: InsuranceConfig, structure_value_usd: np.ndarray, contents_value_usd: np.ndarray,
     is_owner: np.ndarray, expected_payout_usd: np.ndarray | None = None,
+    preferred: np.ndarray | bool = False,
 ) -> np.ndarray:
     """Annual premium of a policy with full coverage up to the limits (dollars).
 
     Args:
         expected_payout_usd: The policy's expected annual payout (dollars): the rated amount
             when ``ins.pricing`` is ``risk_based`` (required there, unused otherwise).
+        preferred: Households in a zone of ``ins.preferred_risk`` (banded premiums under
+            legacy pricing).
     """
     if ins.pricing == "risk_based":
         if expected_payout_usd is None:
@@ -52,7 +62,32 @@ def premium_usd(
         cov_s, cov_c = coverage_usd(ins, structure_value_usd, contents_value_usd, is_owner)
         rated = (ins.rate_structure_per_1000_usd * cov_s
                  + ins.rate_contents_per_1000_usd * cov_c) / 1000.0
-    return rated * ins.loading * (1.0 - ins.crs_discount) + ins.fee_usd
+    premium = rated * ins.loading * (1.0 - ins.crs_discount) + ins.fee_usd
+    if ins.pricing == "legacy" and ins.preferred_risk is not None and np.any(preferred):
+        banded = preferred_premium_usd(ins.preferred_risk, cov_s, cov_c, is_owner)
+        premium = np.where(preferred, banded, premium)
+    return premium
+
+
+def preferred_premium_usd(prp: PreferredRiskConfig, coverage_structure_usd: np.ndarray,
+                          coverage_contents_usd: np.ndarray, is_owner: np.ndarray
+                          ) -> np.ndarray:
+    """Banded premium (dollars a year): owners that of the smallest building-and-contents
+    band covering both coverages, renters that of the smallest contents-only band covering
+    theirs (the largest band when none does), plus the surcharge."""
+    def band_premium(bands, need_building, need_contents):
+        building = np.array([b.building_usd for b in bands])
+        contents = np.array([b.contents_usd for b in bands])
+        fits = ((building[None, :] >= need_building[:, None])
+                & (contents[None, :] >= need_contents[:, None]))
+        first = np.where(fits.any(axis=1), fits.argmax(axis=1), len(bands) - 1)
+        return np.array([b.premium_usd for b in bands])[first]
+
+    cov_s = np.asarray(coverage_structure_usd, dtype=float)
+    cov_c = np.asarray(coverage_contents_usd, dtype=float)
+    owners = band_premium(prp.building_contents, cov_s, cov_c)
+    renters = band_premium(prp.contents_only, np.zeros_like(cov_c), cov_c)
+    return np.where(is_owner, owners, renters) + prp.surcharge_usd
 
 
 def payouts_usd(

@@ -62,9 +62,11 @@ class SituationBuilder:
         structure = np.array([spec.structure_value_usd if spec.tenure == "owner" else 0.0])
         contents = np.array([spec.contents_value_usd])
         damage, payout = self._impact(spec, spec.flood_depth_m, owner, structure, contents)
+        prp = self.config.insurance.preferred_risk
         batch = OptionBatch(self.config, self.damage_table, owner, structure, contents,
                             np.array([spec.elevated]), np.array([zone.typical_depth_m]),
-                            np.array([zone.probability]))
+                            np.array([zone.probability]),
+                            preferred=prp is not None and spec.flood_zone in prp.zones)
         costs, allowed, affordable, extra = self._options(spec, batch)
         memory = self._recall(spec, allowed, owner, structure, contents)
         if order is not None:  # only the listing changes: what is remembered and known stays

@@ -28,6 +28,42 @@ def test_premium_capped_by_limits() -> None:
     assert got == pytest.approx((3.6 * 250 + 5.0 * 100) * 1.15 + 100)
 
 
+PRP = {"source": "test", "zones": ["low"], "surcharge_usd": 25,
+       "building_contents": [{"building_usd": 50_000, "contents_usd": 20_000, "premium_usd": 233},
+                             {"building_usd": 100_000, "contents_usd": 40_000, "premium_usd": 308},
+                             {"building_usd": 250_000, "contents_usd": 100_000,
+                              "premium_usd": 405}],
+       "contents_only": [{"contents_usd": 20_000, "premium_usd": 136},
+                         {"contents_usd": 100_000, "premium_usd": 266}]}
+
+
+def test_preferred_risk_premiums_come_from_the_smallest_band_that_covers() -> None:
+    ins = InsuranceConfig.model_validate({**INS.model_dump(), "preferred_risk": PRP})
+    structure = np.array([40e3, 90e3, 90e3, 900e3, 0.0, 0.0, 0.0])
+    contents = np.array([10e3, 30e3, 45e3, 400e3, 15e3, 60e3, 400e3])
+    owner = np.array([True, True, True, True, False, False, False])
+    got = money.premium_usd(ins, structure, contents, owner, preferred=True)
+    # 90k/45k needs the 250k/100k band (contents); beyond the limits: the largest band
+    assert got.tolist() == [258, 333, 430, 430, 161, 291, 291]
+    rated = money.premium_usd(ins, structure, contents, owner)  # outside the zones
+    assert rated.tolist() == pytest.approx(money.premium_usd(INS, structure, contents,
+                                                             owner).tolist())
+    mixed = money.premium_usd(ins, structure, contents, owner,
+                              preferred=np.array([True, False, True, False, True, False, True]))
+    assert mixed.tolist() == [got[i] if i % 2 == 0 else rated[i] for i in range(7)]
+    risk_based = ins.model_copy(update={"pricing": "risk_based"})
+    assert money.premium_usd(risk_based, structure, contents, owner, np.full(7, 100.0),
+                             preferred=True).tolist() == pytest.approx([100 * 1.15 + 100] * 7)
+
+
+def test_preferred_risk_bands_must_increase() -> None:
+    bands = [{"building_usd": 100_000, "contents_usd": 40_000, "premium_usd": 308},
+             {"building_usd": 50_000, "contents_usd": 20_000, "premium_usd": 233}]
+    with pytest.raises(ValueError, match="bands must cover more and more"):
+        InsuranceConfig.model_validate({**INS.model_dump(), "preferred_risk": {
+            **PRP, "building_contents": bands}})
+
+
 @pytest.mark.parametrize(
     ("d_s", "d_c", "expected"),
     [
