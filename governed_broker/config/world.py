@@ -394,7 +394,9 @@ class PreferredRiskConfig(StrictModel):
     published ones, fees and assessments included, plus ``surcharge_usd``; neither ``loading``
     nor ``crs_discount`` applies to them (the insurer's levers move the rated premiums only).
     Under ``risk_based`` pricing the bands are not used: Risk Rating 2.0 replaced the
-    Preferred Risk Policy. The policy's loss-history eligibility rule is not modelled.
+    Preferred Risk Policy. The policy's loss-history eligibility rule is not modelled, and
+    payouts follow the section's limits and deductibles whatever the band (give bands up to the
+    limits).
     """
 
     source: Source

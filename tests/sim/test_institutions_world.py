@@ -22,6 +22,7 @@ from governed_broker.contracts.institutions import (
     InstitutionSituation,
 )
 from governed_broker.runner import run_experiment
+from governed_broker.sim import money
 from governed_broker.sim.institution_makers import RuleGovernment, RuleInsurer
 from governed_broker.sim.institution_rules import within_limits
 from governed_broker.sim.model import FloodModel
@@ -183,13 +184,18 @@ def test_the_insurers_levers_reach_every_premium() -> None:
     model.step()
     c, ins = model.current, model.config.insurance
     assert (ins.loading, ins.crs_discount) == (1.3, 0.05)
-    paid = c.premium_usd > 0
-    assert paid.any()
-    hh, idx = model.hh, c.idx[paid]
-    cov_s = np.where(hh.is_owner[idx], np.minimum(hh.structure_value_usd[idx], 250_000), 0.0)
-    cov_c = np.minimum(hh.contents_value_usd[idx], 100_000)
-    expected = (3.6 * cov_s + 5.0 * cov_c) / 1000 * 1.3 * (1 - 0.05) + 100
-    assert np.allclose(c.premium_usd[paid], expected)
+    hh = model.hh
+    banded = model._preferred(c.idx)  # banded premiums outside the SFHA: the levers do not apply
+    for zone_paid, levers_apply in ((~banded, True), (banded, False)):
+        paid = (c.premium_usd > 0) & zone_paid
+        assert paid.any()
+        idx = c.idx[paid]
+        cov_s = np.where(hh.is_owner[idx], np.minimum(hh.structure_value_usd[idx], 250_000), 0.0)
+        cov_c = np.minimum(hh.contents_value_usd[idx], 100_000)
+        expected = ((3.6 * cov_s + 5.0 * cov_c) / 1000 * 1.3 * (1 - 0.05) + 100 if levers_apply
+                    else money.preferred_premium_usd(ins.preferred_risk, cov_s, cov_c,
+                                                     hh.is_owner[idx]))
+        assert np.allclose(c.premium_usd[paid], expected)
 
 
 def test_the_insurer_sees_this_years_government_decision() -> None:

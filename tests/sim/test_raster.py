@@ -75,6 +75,7 @@ def raster_data(experiments, grid_path: Path, population: Path, **raster) -> dic
                                  "start_year": 2000, **raster}}
     data["insurance"]["mandatory_purchase"]["zones"] = ["sfha"]
     data["finance"]["aid"]["group_policy"]["zones"] = ["sfha"]
+    data["insurance"]["preferred_risk"]["zones"] = ["other"]
     return data
 
 
