@@ -366,7 +366,7 @@ class FloodModel(mesa.Model):
         if group is None:
             c.certificate_premium_usd = np.zeros(len(idx))
             return
-        in_zones = np.isin(np.asarray(self.zones, dtype=object)[hh.zone_index[idx]], group.zones)
+        in_zones = self._in_zones(idx, group.zones)
         given = new_certificates(group, in_zones, aid_usd, c.insured_before,
                                  hh.aid_requires_insurance[idx])
         hh.group_policy_years[idx] = np.where(given, group.term_years,
@@ -395,12 +395,14 @@ class FloodModel(mesa.Model):
             self.hazard.typical_depth_m[hh.zone_index[idx]],
             self.hazard.probability[hh.zone_index[idx]]).expected_payout_usd
 
+    def _in_zones(self, idx: np.ndarray, zones: list[str]) -> np.ndarray:
+        """Which of the households ``idx`` live in one of ``zones``."""
+        return np.isin(np.asarray(self.zones, dtype=object)[self.hh.zone_index[idx]], zones)
+
     def _preferred(self, idx: np.ndarray) -> np.ndarray:
         """Households in a zone of ``insurance.preferred_risk`` (banded premiums)."""
         prp = self.config.insurance.preferred_risk
-        if prp is None:
-            return np.zeros(len(idx), dtype=bool)
-        return np.isin(np.asarray(self.zones, dtype=object)[self.hh.zone_index[idx]], prp.zones)
+        return np.zeros(len(idx), dtype=bool) if prp is None else self._in_zones(idx, prp.zones)
 
     def action_options(self, idx: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         """Per action: ``cost`` and ``premium`` (dollars), ``allowed`` and ``affordable``

@@ -185,7 +185,9 @@ def test_the_insurers_levers_reach_every_premium() -> None:
     c, ins = model.current, model.config.insurance
     assert (ins.loading, ins.crs_discount) == (1.3, 0.05)
     hh = model.hh
-    banded = model._preferred(c.idx)  # banded premiums outside the SFHA: the levers do not apply
+    # banded premiums outside the SFHA: the levers do not apply
+    banded = np.isin(np.asarray(model.zones, dtype=object)[hh.zone_index[c.idx]],
+                     ins.preferred_risk.zones)
     for zone_paid, levers_apply in ((~banded, True), (banded, False)):
         paid = (c.premium_usd > 0) & zone_paid
         assert paid.any()
