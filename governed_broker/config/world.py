@@ -119,7 +119,10 @@ class GeneratedPopulation(StrictModel):
 
     owner_share: Share
     zone_shares: dict[str, Share] = Field(min_length=1)
-    income_usd: LognormalParams
+    income_usd: LognormalParams = Field(description=(
+        "households' annual income (owners' only when renter_income_usd is given)"))
+    renter_income_usd: LognormalParams | None = Field(default=None, description=(
+        "renters' annual income (null: renters' income follows income_usd, tenure-blind)"))
     structure_value_usd: LognormalParams = Field(description=(
         "owners' homes: replacement value of the structure (renters own none)"))
     contents_to_structure_ratio: float = Field(gt=0.0, le=10.0, description=(

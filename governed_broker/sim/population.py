@@ -1,10 +1,11 @@
 """Household populations: read from a CSV or drawn from the YAML distributions (seeded).
 
 Generation (docs/configuration.md): tenure ~ Bernoulli(owner_share); zone ~ Categorical
-(zone_shares); income ~ lognormal; owners: structure value ~ lognormal and contents value =
-contents_to_structure_ratio * structure value; renters: no structure (the building is the
-landlord's) and contents value ~ its own lognormal; savings = U(low, high) * income; initial
-insurance and elevation ~ Bernoulli(share per zone and tenure); trust ~ uniform ranges.
+(zone_shares); income ~ lognormal (renters' own lognormal when renter_income_usd is given);
+owners: structure value ~ lognormal and contents value = contents_to_structure_ratio *
+structure value; renters: no structure (the building is the landlord's) and contents value ~
+its own lognormal; savings = U(low, high) * income; initial insurance and elevation ~
+Bernoulli(share per zone and tenure); trust ~ uniform ranges.
 
 Marginalised households (``population.marginalised``): income below the rule's threshold and
 tenure among its tenures; or the CSV's ``marginalised`` column; otherwise unknown (None).
@@ -95,7 +96,7 @@ def generate_population(gen: GeneratedPopulation, n: int, seed: int) -> Populati
     zones = list(gen.zone_shares)
     probs = np.array([gen.zone_shares[z] for z in zones])
     zone = np.asarray(zones, dtype=object)[rng.choice(len(zones), size=n, p=probs / probs.sum())]
-    income = rng.lognormal(gen.income_usd.ln_mean, gen.income_usd.ln_sigma, n)
+    income = _income(rng, gen, is_owner)
     structure = rng.lognormal(gen.structure_value_usd.ln_mean, gen.structure_value_usd.ln_sigma,
                               n)
     renter_contents = rng.lognormal(gen.renter_contents_usd.ln_mean,
@@ -116,6 +117,19 @@ def generate_population(gen: GeneratedPopulation, n: int, seed: int) -> Populati
         trust_insurance=rng.uniform(gen.trust_insurance.low, gen.trust_insurance.high, n),
         trust_neighbours=rng.uniform(gen.trust_neighbours.low, gen.trust_neighbours.high, n),
     )
+
+
+def _income(rng: np.random.Generator, gen: GeneratedPopulation,
+            is_owner: np.ndarray) -> np.ndarray:
+    """Annual income (dollars): one lognormal draw per household, from the renters'
+    distribution for renters when ``renter_income_usd`` is given (the same number of draws
+    either way, so the draws after it do not move)."""
+    own = gen.income_usd
+    rent = gen.renter_income_usd
+    if rent is None:
+        return rng.lognormal(own.ln_mean, own.ln_sigma, len(is_owner))
+    return rng.lognormal(np.where(is_owner, own.ln_mean, rent.ln_mean),
+                         np.where(is_owner, own.ln_sigma, rent.ln_sigma))
 
 
 def _bernoulli_by_zone(rng, shares, zone: np.ndarray, is_owner: np.ndarray) -> np.ndarray:

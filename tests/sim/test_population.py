@@ -30,6 +30,31 @@ def test_generated_population_follows_the_distributions(repo_root) -> None:
     assert np.all((pop.trust_insurance >= 0.2) & (pop.trust_insurance <= 0.49))
 
 
+def test_income_follows_tenure(repo_root) -> None:
+    gen = load_experiment(repo_root / "experiments" / "baseline.yaml").population.generate
+    pop = generate_population(gen, 20_000, seed=5)
+    owners = pop.is_owner
+    # owners' median $78,000, renters' $41,000 (experiments/baseline.yaml)
+    assert abs(np.median(np.log(pop.income_usd[owners])) - 11.264) < 0.03
+    assert abs(np.median(np.log(pop.income_usd[~owners])) - 10.621) < 0.05
+    assert abs(np.std(np.log(pop.income_usd[~owners])) - 0.8) < 0.03
+
+
+def test_renters_income_moves_only_renters_incomes(repo_root) -> None:
+    """With or without renters' own distribution, owners' incomes and every draw after income
+    are the same: one draw per household either way, so the option changes renters' incomes
+    (and savings) only."""
+    gen = load_experiment(repo_root / "experiments" / "baseline.yaml").population.generate
+    blind = generate_population(gen.model_copy(update={"renter_income_usd": None}), 500, seed=9)
+    split = generate_population(gen, 500, seed=9)
+    owners = blind.is_owner
+    assert np.array_equal(owners, split.is_owner)
+    np.testing.assert_array_equal(blind.income_usd[owners], split.income_usd[owners])
+    assert np.all(split.income_usd[~owners] < blind.income_usd[~owners])
+    np.testing.assert_array_equal(blind.structure_value_usd, split.structure_value_usd)
+    np.testing.assert_array_equal(blind.trust_insurance, split.trust_insurance)
+
+
 def test_generation_is_seeded(repo_root) -> None:
     gen = load_experiment(repo_root / "experiments" / "baseline.yaml").population.generate
     a, b, c = (generate_population(gen, 100, s) for s in (1, 1, 2))
