@@ -398,8 +398,8 @@ class PreferredRiskConfig(StrictModel):
     nor ``crs_discount`` applies to them (the insurer's levers move the rated premiums only).
     Under ``risk_based`` pricing the bands are not used: Risk Rating 2.0 replaced the
     Preferred Risk Policy. The policy's loss-history eligibility rule is not modelled, and
-    payouts follow the section's limits and deductibles whatever the band (give bands up to the
-    limits).
+    payouts follow the section's limits and deductibles whatever the band, so the largest
+    bands must reach the limits (checked at load).
     """
 
     source: Source
@@ -465,6 +465,27 @@ class InsuranceConfig(StrictModel):
     mandatory_purchase: MandatoryPurchaseConfig | None = None
     preferred_risk: PreferredRiskConfig | None = Field(default=None, description=(
         "legacy pricing: banded premiums in the named zones (Preferred Risk Policy-style)"))
+
+    @model_validator(mode="after")
+    def _bands_reach_the_limits(self) -> InsuranceConfig:
+        """Payouts follow the limits whatever the band, so the largest bands must cover the
+        limits: otherwise a household above the table would be paid more cover than it buys."""
+        bands = self.preferred_risk
+        if bands is None:
+            return self
+        top, renters = bands.building_contents[-1], bands.contents_only[-1]
+        short = [f"{name} {got:g} < {limit_name} {limit:g}" for name, got, limit_name, limit in (
+            ("building_contents[-1].building_usd", top.building_usd,
+             "limit_structure_usd", self.limit_structure_usd),
+            ("building_contents[-1].contents_usd", top.contents_usd,
+             "limit_contents_usd", self.limit_contents_usd),
+            ("contents_only[-1].contents_usd", renters.contents_usd,
+             "limit_contents_usd", self.limit_contents_usd)) if got < limit]
+        if short:
+            raise ValueError(
+                "preferred_risk's largest bands must cover the policy limits (payouts follow "
+                f"the limits): {'; '.join(short)}; add bands up to the limits or lower them")
+        return self
 
 
 class ElevationConfig(StrictModel):

@@ -3,6 +3,8 @@ offered and charged the band's premium under legacy pricing, the others the rate
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -47,3 +49,18 @@ def test_risk_based_pricing_does_not_use_the_bands(experiments) -> None:
 def test_an_unknown_zone_is_a_configuration_error(experiments) -> None:
     with pytest.raises(ConfigError, match=r"insurance.preferred_risk.zones.*'x'"):
         experiments.config(["insurance.preferred_risk.zones=[x]"])
+
+
+@pytest.mark.parametrize(("override", "named"), [
+    ("insurance.limit_structure_usd=300000", "building_contents[-1].building_usd 250000 < "
+                                              "limit_structure_usd 300000"),
+    ("insurance.limit_contents_usd=150000", "contents_only[-1].contents_usd 100000 < "
+                                             "limit_contents_usd 150000"),
+])
+def test_bands_short_of_the_limits_are_a_configuration_error(experiments, override,
+                                                             named) -> None:
+    """Payouts follow the limits, so a table that stops below them would pay cover nobody
+    bought."""
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        experiments.config([override])
+    experiments.config([override, "insurance.preferred_risk=null"])  # no bands, no conflict
