@@ -138,7 +138,7 @@ def apply_settings(sections: dict[str, BaseModel | None], models: dict[str, type
             out[section] = models[section].model_validate(data)
         except ValidationError as exc:
             problems = "; ".join(
-                f"{section}.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                f"{'.'.join([section, *(str(p) for p in e['loc'])])}: {e['msg']}"
                 for e in exc.errors())
             raise ValueError(f"policy_change.settings: {problems}") from None
     return out

@@ -39,6 +39,9 @@ def test_the_changed_settings_apply_from_the_year_and_nothing_else_changes(exper
                                                            r"year \(10\)"),
     (_change("elevation.subsidy_share: 0.2", from_year=1), "from_year"),
     ("policy_change={from_year: 3, settings: {}}", "at least 1 item"),
+    # a check across the section's fields is reported under the section's name
+    (_change("insurance.limit_structure_usd: 300000"),
+     r"policy_change.settings: insurance: Value error, preferred_risk's largest bands"),
 ])
 def test_a_change_that_is_not_a_valid_policy_is_a_configuration_error(
         experiments, override, message) -> None:
