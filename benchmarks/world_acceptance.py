@@ -16,7 +16,9 @@ interval across the runs:
 2. debt: the share of households active at the end whose debt exceeds one year's income
    (``analysis.debt.debt_usd``);
 3. insurance by zone at the end (insured share of the households active in the last year);
-4. the benchmark fit (``analysis.benchmarks.fit_replicates``): score per run, its mean and
+4. the MG-NMG adaptation gap (B6) split into its within-tenure and composition parts, and the
+   gap within each tenure (``analysis.equity.adaptation_gap``; runs with an MG attribute);
+5. the benchmark fit (``analysis.benchmarks.fit_replicates``): score per run, its mean and
    interval against the pass mark, and each target's mean and interval.
 """
 
@@ -32,6 +34,7 @@ import pandas as pd
 from governed_broker.analysis import load_run
 from governed_broker.analysis.benchmarks import fit_replicates, mean_interval
 from governed_broker.analysis.debt import debt_usd
+from governed_broker.analysis.equity import adaptation_gap
 from governed_broker.analysis.responses import insurance_response
 from governed_broker.config import load_experiment
 from governed_broker.runner import run_experiment
@@ -92,9 +95,15 @@ def report(tables: list[pd.DataFrame]) -> str:
             values.append(float(in_zone["insured_after"].mean()) if len(in_zone) else float("nan"))
         lines.append(f"   {zone:<10} {_interval(values)}   per run: "
                      f"{[round(v, 3) for v in values]}")
+    gaps = [adaptation_gap(a).set_index("group")["gap"] for a in tables]
+    gaps = [g for g in gaps if not g.empty]
+    lines += ["", "4. MG-NMG adaptation gap (B6) and its parts (analysis.equity.adaptation_gap)"]
+    for group in ("all", "within", "composition", "owner", "renter"):
+        values = [float(g.get(group, float("nan"))) for g in gaps]
+        lines.append(f"   {group:<12} {_interval(values)}")
     fit = fit_replicates(tables)
     low, high = fit.score_ci
-    lines += ["", "4. benchmark fit (score = weighted share of computable targets in range)",
+    lines += ["", "5. benchmark fit (score = weighted share of computable targets in range)",
               f"   score per run: {[round(s, 3) for s in fit.scores]}",
               f"   mean {fit.score_mean:.3f} [{low:.3f}, {high:.3f}]  pass mark "
               f"{fit.pass_mark}: {'PASS' if fit.passed else 'FAIL'}"]

@@ -13,6 +13,7 @@ from governed_broker.analysis.benchmarks import (
     load_benchmarks,
 )
 from governed_broker.analysis.diversity import decision_entropy, normalised_entropy
+from governed_broker.analysis.equity import adaptation_gap
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.governance import governance_workload, infeasible_proposal_rate
 from governed_broker.analysis.loaders import (
@@ -41,6 +42,7 @@ __all__ = [
     "RunData",
     "RunSummary",
     "SweepData",
+    "adaptation_gap",
     "adaptation_trajectories",
     "decision_entropy",
     "first_order_binned",

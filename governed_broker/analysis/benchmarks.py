@@ -26,7 +26,9 @@ after execution in the last simulated year):
                                    (``analysis.responses.post_flood_inaction`` reports the
                                    others apart)
 ``mg_nmg_gap``                     ever-adapted share of non-marginalised minus marginalised
-                                   households (needs a boolean ``marginalised`` column)
+                                   households (needs a boolean ``marginalised`` column;
+                                   ``analysis.equity.adaptation_gap`` splits it into
+                                   within-tenure and composition parts)
 ``repetitive_loss_uninsured``      uninsured share of end households with >= 2 floods
 ``annual_lapse``                   share of household-years with a policy in force
                                    (``insured_before``) that did not renew (not relocating)
@@ -59,10 +61,10 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 from scipy import stats
 
+from governed_broker.analysis.equity import adaptation_gap, adapted_households
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.hindcast import tenure_median
 from governed_broker.analysis.responses import post_flood_rows
-from governed_broker.analysis.trajectories import household_states
 from governed_broker.analysis.version import METRIC_VERSION
 from governed_broker.config.base import StrictModel
 
@@ -192,15 +194,12 @@ def _mg_nmg_gap(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
     if "marginalised" not in agents.columns or agents["marginalised"].isna().all():
         return MeasureValue(None, 0, "needs a 'marginalised' household attribute "
                                      "(population.marginalised or a population CSV column)")
-    states = household_states(agents)
-    last = states[states["year"] == states["year"].max()]
-    adapted = (last["ever_insured"] | last["ever_elevated"] | last["ever_relocated"]).to_numpy()
-    first = agents[agents["year"] == agents["year"].min()].set_index("agent_id")
-    marginalised = first.loc[last["agent_id"], "marginalised"].astype(bool).to_numpy()
-    if marginalised.all() or not marginalised.any():
-        return MeasureValue(None, len(last), "needs both MG and NMG households")
-    gap = adapted[~marginalised].mean() - adapted[marginalised].mean()
-    return MeasureValue(float(gap), int(len(last)))
+    gap = adaptation_gap(agents)
+    if gap.empty:
+        return MeasureValue(None, len(adapted_households(agents)),
+                            "needs both MG and NMG households")
+    everyone = gap.iloc[0]
+    return MeasureValue(float(everyone["gap"]), int(everyone["n_nmg"] + everyone["n_mg"]))
 
 
 def _repetitive_loss_uninsured(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
