@@ -63,7 +63,8 @@ def adaptation_gap(agents: pd.DataFrame) -> pd.DataFrame:
     Returns:
         Rows ``group`` (``all``, each tenure, ``within``, ``composition``), ``n_nmg``,
         ``n_mg``, ``adapted_nmg``, ``adapted_mg`` (fractions 0..1; NaN for an empty group) and
-        ``gap`` (NMG minus MG). The ``within`` and ``composition`` rows hold only ``gap``.
+        ``gap`` (NMG minus MG). The ``within`` and ``composition`` rows give the overall
+        counts and a ``gap`` only (their shares are NaN).
         Empty when the run has no MG attribute or no household of one of the groups.
     """
     rows = adapted_households(agents)
@@ -83,11 +84,11 @@ def adaptation_gap(agents: pd.DataFrame) -> pd.DataFrame:
         if row["n_nmg"] and row["n_mg"]:
             within += row["n_mg"] / int(mg.sum()) * row["gap"]
     total = out[0]["gap"]
-    empty = {"n_nmg": pd.NA, "n_mg": pd.NA, "adapted_nmg": np.nan, "adapted_mg": np.nan}
-    out += [{"group": "within", **empty, "gap": within},
-            {"group": "composition", **empty, "gap": total - within}]
-    frame = pd.DataFrame(out).astype({"n_nmg": "Int64", "n_mg": "Int64"})
-    return stamp(frame)
+    counts = {"n_nmg": out[0]["n_nmg"], "n_mg": out[0]["n_mg"], "adapted_nmg": np.nan,
+              "adapted_mg": np.nan}
+    out += [{"group": "within", **counts, "gap": within},
+            {"group": "composition", **counts, "gap": total - within}]
+    return stamp(pd.DataFrame(out))
 
 
 def _row(group: str, rows: pd.DataFrame, mg: pd.Series) -> dict:

@@ -197,6 +197,12 @@ def run_report_html(path: Path | str, bench: BenchmarkSet | None = None,
         _table(s.flood_responses),
         "<p>Inaction of flooded households, by what they could do (only <i>could_act</i> "
         "counts for B5):</p>", _table(s.post_flood),
+        *([] if s.adaptation_gap.empty else [
+            "<h2>Marginalised households (B6)</h2>",
+            "<p>Ever-adapted share of non-marginalised (NMG) and marginalised (MG) households, "
+            "overall and within each tenure; <i>within</i> weighs the tenure gaps by the MG "
+            "households' tenure mix, <i>composition</i> is the rest of the overall gap (who "
+            "the MG households are, not how they act):</p>", _table(s.adaptation_gap)]),
         "<h2>Infeasible proposals</h2>", _table(infeasible),
         _explore("tab=decisions&status=rejected", "the rejected decisions", run.path),
         "<h2>Governance workload</h2>",

@@ -10,6 +10,7 @@ import pandas as pd
 from governed_broker.analysis.behaviour import irrational_behaviour_rate
 from governed_broker.analysis.benchmarks import BenchmarkFit, BenchmarkSet, fit_to_benchmarks
 from governed_broker.analysis.diversity import decision_entropy
+from governed_broker.analysis.equity import adaptation_gap
 from governed_broker.analysis.governance import (
     governance_workload,
     infeasible_proposal_rate,
@@ -41,6 +42,8 @@ class RunSummary:
         post_flood: ``post_flood_inaction`` by group (could act, elevated, without means,
             broker fallback).
         label_changes: ``label_changes_on_retry`` (None without a broker audit).
+        adaptation_gap: ``adaptation_gap`` (MG-NMG gap, within tenure and composition; empty
+            without an MG attribute).
         metric_version: ``METRIC_VERSION``.
     """
 
@@ -61,6 +64,7 @@ class RunSummary:
     flood_responses: pd.DataFrame
     post_flood: pd.DataFrame
     label_changes: dict[str, Any] | None
+    adaptation_gap: pd.DataFrame
     metric_version: str = field(default=METRIC_VERSION)
 
     def headline(self) -> dict[str, Any]:
@@ -120,4 +124,5 @@ def summarise_run(run: RunData, bench: BenchmarkSet | None = None) -> RunSummary
         flood_responses=insurance_response(agents),
         post_flood=post_flood_inaction(agents),
         label_changes=None if run.decisions is None else label_changes_on_retry(run.decisions),
+        adaptation_gap=adaptation_gap(agents),
     )

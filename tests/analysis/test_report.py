@@ -27,6 +27,9 @@ def test_run_report_is_self_contained(fixtures_dir: Path, tmp_path: Path):
     assert METRIC_VERSION in text
     assert "benchmarks-2.0" in text and "not computable" in text  # B6 needs MG/NMG data
     assert "config_hash" in text  # the manifest is embedded
+    # the MG-NMG gap with its within-tenure and composition parts (analysis.equity)
+    section = text.split("<h2>Marginalised households (B6)</h2>")[1].split("<h2>")[0]
+    assert all(f"<td>{group}</td>" in section for group in ("all", "within", "composition"))
     assert not re.search(r'src="(?!data:)', text)  # no external resources
     images = _images(text)
     assert [alt for alt, _ in images] == [
