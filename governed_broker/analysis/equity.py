@@ -68,11 +68,8 @@ def adaptation_gap(agents: pd.DataFrame) -> pd.DataFrame:
         Empty when the run has no MG attribute or no household of one of the groups.
     """
     rows = adapted_households(agents)
-    if rows["marginalised"].isna().all():
-        return stamp(pd.DataFrame(columns=["group", "n_nmg", "n_mg", "adapted_nmg",
-                                           "adapted_mg", "gap"]))
     mg = rows["marginalised"].astype(bool)
-    if mg.all() or not mg.any():
+    if rows["marginalised"].isna().all() or mg.all() or not mg.any():
         return stamp(pd.DataFrame(columns=["group", "n_nmg", "n_mg", "adapted_nmg",
                                            "adapted_mg", "gap"]))
     out = [_row("all", rows, mg)]
