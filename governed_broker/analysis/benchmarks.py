@@ -61,7 +61,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 from scipy import stats
 
-from governed_broker.analysis.equity import adaptation_gap, adapted_households
+from governed_broker.analysis.equity import adapted_households, household_gap
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.hindcast import tenure_median
 from governed_broker.analysis.responses import post_flood_rows
@@ -194,10 +194,10 @@ def _mg_nmg_gap(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
     if "marginalised" not in agents.columns or agents["marginalised"].isna().all():
         return MeasureValue(None, 0, "needs a 'marginalised' household attribute "
                                      "(population.marginalised or a population CSV column)")
-    gap = adaptation_gap(agents)
+    households = adapted_households(agents)
+    gap = household_gap(households)
     if gap.empty:
-        return MeasureValue(None, len(adapted_households(agents)),
-                            "needs both MG and NMG households")
+        return MeasureValue(None, len(households), "needs both MG and NMG households")
     everyone = gap.iloc[0]
     return MeasureValue(float(everyone["gap"]), int(everyone["n_nmg"] + everyone["n_mg"]))
 

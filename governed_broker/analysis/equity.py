@@ -55,10 +55,16 @@ def adapted_households(agents: pd.DataFrame) -> pd.DataFrame:
 
 def adaptation_gap(agents: pd.DataFrame) -> pd.DataFrame:
     """Adapted shares of NMG and MG households, overall and per tenure, and the decomposition
-    of the overall gap (module docstring).
+    of the overall gap (module docstring): ``household_gap(adapted_households(agents))``.
 
     Args:
         agents: Typed agent table with a boolean ``marginalised`` column.
+    """
+    return household_gap(adapted_households(agents))
+
+
+def household_gap(rows: pd.DataFrame) -> pd.DataFrame:
+    """The gap table of ``adapted_households`` rows.
 
     Returns:
         Rows ``group`` (``all``, each tenure, ``within``, ``composition``), ``n_nmg``,
@@ -67,7 +73,6 @@ def adaptation_gap(agents: pd.DataFrame) -> pd.DataFrame:
         counts and a ``gap`` only (their shares are NaN).
         Empty when the run has no MG attribute or no household of one of the groups.
     """
-    rows = adapted_households(agents)
     mg = rows["marginalised"].astype(bool)
     if rows["marginalised"].isna().all() or mg.all() or not mg.any():
         return stamp(pd.DataFrame(columns=["group", "n_nmg", "n_mg", "adapted_nmg",
