@@ -195,6 +195,10 @@ def _mg_nmg_gap(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
         return MeasureValue(None, 0, "needs a 'marginalised' household attribute "
                                      "(population.marginalised or a population CSV column)")
     households = adapted_households(agents)
+    missing = int(households["marginalised"].isna().sum())
+    if missing:
+        return MeasureValue(None, len(households), f"{missing} of {len(households)} households "
+                                                   "have no 'marginalised' value")
     gap = household_gap(households)
     if gap.empty:
         return MeasureValue(None, len(households), "needs both MG and NMG households")
@@ -351,7 +355,9 @@ def fit_to_benchmarks(agents: pd.DataFrame, bench: BenchmarkSet | None = None) -
     for target in bench.targets:
         measured = MEASURES[target.measure](agents, bench)
         note = measured.note
-        if target.requires and measured.value is None:
+        if target.requires and measured.value is None and measured.n == 0:
+            # nothing to measure on: say what the target needs (a measure's own note says why
+            # it could not use the households it had)
             note = f"requires {target.requires}"
         low, high = target.range
         rows.append(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.trajectories import household_states
 from governed_broker.analysis.version import stamp
 
@@ -72,9 +73,20 @@ def household_gap(rows: pd.DataFrame) -> pd.DataFrame:
         ``gap`` (NMG minus MG). The ``within`` and ``composition`` rows give the overall
         counts and a ``gap`` only (their shares are NaN).
         Empty when the run has no MG attribute or no household of one of the groups.
+
+    Raises:
+        AnalysisInputError: Some households have an MG value and others none (a table put
+            together from runs with and without the attribute): counting the missing ones as
+            either group would bias the gap.
     """
-    mg = rows["marginalised"].astype(bool)
-    if rows["marginalised"].isna().all() or mg.all() or not mg.any():
+    missing = int(rows["marginalised"].isna().sum())
+    if 0 < missing < len(rows):
+        raise AnalysisInputError(
+            f"column 'marginalised': {missing} of {len(rows)} households have no value; the "
+            "MG-NMG gap needs it for every household (analyse runs with and without an MG "
+            "attribute separately)")
+    mg = rows["marginalised"].fillna(False).astype(bool)
+    if missing or mg.all() or not mg.any():
         return stamp(pd.DataFrame(columns=["group", "n_nmg", "n_mg", "adapted_nmg",
                                            "adapted_mg", "gap"]))
     out = [_row("all", rows, mg)]

@@ -7,6 +7,7 @@ from analysis_helpers import make_agents
 
 from governed_broker.analysis.benchmarks import fit_to_benchmarks, load_benchmarks
 from governed_broker.analysis.equity import adaptation_gap
+from governed_broker.analysis.errors import AnalysisInputError
 
 
 def _run():
@@ -45,3 +46,14 @@ def test_no_gap_without_both_groups():
     assert adaptation_gap(agents).empty
     agents["marginalised"] = None
     assert adaptation_gap(agents).empty
+
+
+def test_a_partly_missing_mg_attribute_is_an_error_not_a_group():
+    agents = _run()
+    agents["marginalised"] = agents["marginalised"].astype("boolean")
+    agents.loc[agents["agent_id"] == 1, "marginalised"] = None
+    with pytest.raises(AnalysisInputError, match="1 of 12 households have no value"):
+        adaptation_gap(agents)
+    b6 = fit_to_benchmarks(agents, load_benchmarks()).table.set_index("id").loc["B6"]
+    assert b6["status"] == "not_computable"
+    assert "1 of 12 households have no 'marginalised' value" in b6["note"]
