@@ -386,6 +386,27 @@ class PreferredBand(StrictModel):
     premium_usd: Money
 
 
+class PreferredLossHistory(StrictModel):
+    """The flood loss history after which a home is no longer offered the banded premiums
+    (the NFIP Preferred Risk Policy's eligibility rule; ``sim.money.preferred_ineligible``).
+
+    A home becomes ineligible at ``large_payments`` flood payments of at least
+    ``large_payment_usd`` each, or ``any_payments`` payments of any amount. A payment is an
+    insurance claim payout, a disaster aid grant or a disaster loan: at most one of each per
+    flood (federal disaster relief includes grants and loans). Payments are counted over the
+    run; the model has no history before its first year. An ineligible home is rated like a
+    home of any other zone (``rate_*_per_1000_usd``), for the rest of the run.
+    """
+
+    source: Source
+    large_payment_usd: Money = Field(description=(
+        "a payment of at least this counts towards large_payments (dollars)"))
+    large_payments: int = Field(ge=1, le=100, description=(
+        "this many payments of at least large_payment_usd end the eligibility"))
+    any_payments: int = Field(ge=1, le=100, description=(
+        "this many payments of any amount end the eligibility"))
+
+
 class PreferredRiskConfig(StrictModel):
     """Fixed premiums by coverage band outside the SFHA (NFIP Preferred Risk Policy-style;
     ``sim.money.preferred_premium_usd``).
@@ -397,9 +418,10 @@ class PreferredRiskConfig(StrictModel):
     published ones, fees and assessments included, plus ``surcharge_usd``; neither ``loading``
     nor ``crs_discount`` applies to them (the insurer's levers move the rated premiums only).
     Under ``risk_based`` pricing the bands are not used: Risk Rating 2.0 replaced the
-    Preferred Risk Policy. The policy's loss-history eligibility rule is not modelled, and
-    payouts follow the section's limits and deductibles whatever the band, so the largest
-    bands must reach the limits (checked at load).
+    Preferred Risk Policy. With ``loss_history`` a home with too many flood payments is
+    rated instead (``PreferredLossHistory``). Payouts follow the section's limits and
+    deductibles whatever the band, so the largest bands must reach the limits (checked at
+    load).
     """
 
     source: Source
@@ -411,6 +433,8 @@ class PreferredRiskConfig(StrictModel):
         "renters' contents-only bands, by increasing coverage"))
     surcharge_usd: Money = Field(default=0.0, description=(
         "added to every banded premium (dollars a year)"))
+    loss_history: PreferredLossHistory | None = Field(default=None, description=(
+        "flood payments after which a home is rated instead (null: never)"))
 
     @field_validator("building_contents", "contents_only")
     @classmethod

@@ -39,6 +39,10 @@ class HouseholdArrays:
     group_policy_years: np.ndarray  # int; later years of floods an aid certificate covers
     group_insured: np.ndarray  # the policy in force is an aid certificate (``sim.group_policy``)
     aid_requires_insurance: np.ndarray  # received aid in the group policy's zones
+    # int; flood payments so far (claims, aid grants, disaster loans), of any amount and of at
+    # least the banded premiums' threshold (``insurance.preferred_risk.loss_history``)
+    flood_payments: np.ndarray
+    large_flood_payments: np.ndarray
     taken_once: dict[str, np.ndarray] = field(default_factory=dict)
 
     def arrays(self) -> dict[str, np.ndarray]:

@@ -220,6 +220,8 @@ class FloodModel(mesa.Model):
             group_policy_years=np.zeros(pop.size, dtype=np.int64),
             group_insured=np.zeros(pop.size, dtype=bool),
             aid_requires_insurance=np.zeros(pop.size, dtype=bool),
+            flood_payments=np.zeros(pop.size, dtype=np.int64),
+            large_flood_payments=np.zeros(pop.size, dtype=np.int64),
             taken_once={
                 a: np.zeros(pop.size, dtype=bool)
                 for a, spec in self.domain.actions.items() if spec.duration == "once"
@@ -349,6 +351,7 @@ class FloodModel(mesa.Model):
             self.config.finance, c.damage_structure_usd - pay_s, c.damage_contents_usd - pay_c,
             hh.savings_usd[idx], hh.income_usd[idx], c.payment_due_usd, aid_draw, eligible)
         self._aid_certificates(group, repairs.aid_usd)
+        self._count_flood_payments(repairs)
         hh.savings_usd[idx] -= repairs.from_savings_usd
         hh.structure_value_usd[idx] -= repairs.unrepaired_structure_usd
         hh.contents_value_usd[idx] -= repairs.unrepaired_contents_usd
@@ -358,6 +361,18 @@ class FloodModel(mesa.Model):
         hh.floods_experienced[idx] += c.flooded
         if self.world_memory is not None:
             self.world_memory.record_impacts(self.year, c)
+
+    def _count_flood_payments(self, repairs: finance.Repairs) -> None:
+        """Add this year's claim, aid grant and disaster loan to each home's flood payments
+        (counted only where the banded premiums have a loss-history rule)."""
+        prp = self.config.insurance.preferred_risk
+        if prp is None or prp.loss_history is None:
+            return
+        c, hh = self.current, self.hh
+        paid, large = money.flood_payments(prp.loss_history.large_payment_usd, c.payout_usd,
+                                           repairs.aid_usd, repairs.loan_usd)
+        hh.flood_payments[c.idx] += paid
+        hh.large_flood_payments[c.idx] += large
 
     def _aid_certificates(self, group: GroupPolicyConfig | None, aid_usd: np.ndarray) -> None:
         """The group policy's consequences of this year's aid (``sim.group_policy``): new
@@ -400,9 +415,16 @@ class FloodModel(mesa.Model):
         return np.isin(np.asarray(self.zones, dtype=object)[self.hh.zone_index[idx]], zones)
 
     def _preferred(self, idx: np.ndarray) -> np.ndarray:
-        """Households in a zone of ``insurance.preferred_risk`` (banded premiums)."""
+        """Households offered the banded premiums: in a zone of ``insurance.preferred_risk``
+        and, with its ``loss_history`` rule, not made ineligible by their flood payments."""
         prp = self.config.insurance.preferred_risk
-        return np.zeros(len(idx), dtype=bool) if prp is None else self._in_zones(idx, prp.zones)
+        if prp is None:
+            return np.zeros(len(idx), dtype=bool)
+        offered = self._in_zones(idx, prp.zones)
+        if prp.loss_history is not None:
+            offered &= ~money.preferred_ineligible(prp.loss_history, self.hh.flood_payments[idx],
+                                                   self.hh.large_flood_payments[idx])
+        return offered
 
     def action_options(self, idx: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         """Per action: ``cost`` and ``premium`` (dollars), ``allowed`` and ``affordable``

@@ -5,7 +5,8 @@ Formulas (docs/configuration.md):
 - premium, ``insurance.pricing: legacy`` = (rate_s * coverage_s / 1000 + rate_c * coverage_c
   / 1000) * loading * (1 - crs_discount) + fee;
 - premium, ``legacy`` in a zone of ``insurance.preferred_risk``: the premium of the smallest
-  band covering the policy (``preferred_premium_usd``), plus its surcharge;
+  band covering the policy (``preferred_premium_usd``), plus its surcharge, while the home's
+  flood payments so far keep it eligible (``preferred_ineligible``);
 - premium, ``risk_based`` = expected annual payout * loading * (1 - crs_discount) + fee, the
   expected payout being
   the zone's annual flood chance times the payout of a typical flood at the home's first-floor
@@ -26,6 +27,7 @@ import numpy as np
 from governed_broker.config.world import (
     ElevationConfig,
     InsuranceConfig,
+    PreferredLossHistory,
     PreferredRiskConfig,
     RelocationConfig,
 )
@@ -88,6 +90,21 @@ def preferred_premium_usd(prp: PreferredRiskConfig, coverage_structure_usd: np.n
     owners = band_premium(prp.building_contents, cov_s, cov_c)
     renters = band_premium(prp.contents_only, np.zeros_like(cov_c), cov_c)
     return np.where(is_owner, owners, renters) + prp.surcharge_usd
+
+
+def flood_payments(threshold_usd: float, *payments_usd: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """This year's flood payments per household, each array one kind (claim payout, aid grant,
+    disaster loan): how many were paid at all, and how many were at least ``threshold_usd``."""
+    paid = np.stack([np.asarray(p, dtype=float) for p in payments_usd])
+    return (paid > 0.0).sum(axis=0), (paid >= threshold_usd).sum(axis=0)
+
+
+def preferred_ineligible(rule: PreferredLossHistory, payments: np.ndarray,
+                         large_payments: np.ndarray) -> np.ndarray:
+    """Homes whose flood payments so far end their banded premiums (``PreferredLossHistory``)."""
+    return (np.asarray(large_payments) >= rule.large_payments) | (
+        np.asarray(payments) >= rule.any_payments)
 
 
 def payouts_usd(

@@ -64,3 +64,66 @@ def test_bands_short_of_the_limits_are_a_configuration_error(experiments, overri
     with pytest.raises(ConfigError, match=re.escape(named)):
         experiments.config([override])
     experiments.config([override, "insurance.preferred_risk=null"])  # no bands, no conflict
+
+
+def _flooded_every_year(experiments, extra=()):
+    """Zone low flooded at every home every year, every household buying insurance."""
+    config = experiments.config([
+        "hazard.zones.low.annual_probability=1.0", "hazard.zones.low.flooded_share=1.0",
+        "hazard.zones.low.median_depth_m=1.0", *extra])
+    maker = Scripted({(y, a): "buy_insurance" for y in range(1, 6) for a in range(1, 21)})
+    rows = run(FloodModel(config, maker), 5)
+    return config, maker, rows
+
+
+def _offered_prices(config, situation):
+    ins = config.insurance
+    owner = np.array([situation.tenure == "owner"])
+    values = np.array([situation.structure_value_usd]), np.array([situation.contents_value_usd])
+    banded = money.preferred_premium_usd(ins.preferred_risk, *money.coverage_usd(
+        ins, *values, owner), owner)[0]
+    return banded, money.premium_usd(ins, *values, owner)[0]
+
+
+def test_a_home_with_a_flood_loss_history_is_rated_instead_of_banded(experiments) -> None:
+    config, maker, rows = _flooded_every_year(experiments)
+    rule = config.insurance.preferred_risk.loss_history
+    paid: dict[int, int] = {}
+    large: dict[int, int] = {}
+    outcomes = set()
+    for year, (seen, year_rows) in enumerate(zip(maker.seen, rows, strict=True), start=1):
+        for s in seen:
+            if s.flood_zone != "low":
+                continue
+            # this year's payments come before this year's decision
+            row = year_rows[s.agent_id]
+            amounts = [row["payout_usd"], row["aid_usd"], row["loan_usd"]]
+            paid[s.agent_id] = paid.get(s.agent_id, 0) + sum(a > 0 for a in amounts)
+            large[s.agent_id] = large.get(s.agent_id, 0) + sum(
+                a >= rule.large_payment_usd for a in amounts)
+            ineligible = large[s.agent_id] >= rule.large_payments or (
+                paid[s.agent_id] >= rule.any_payments)
+            banded, rated = _offered_prices(config, s)
+            expected = rated if ineligible else banded
+            assert s.action_costs_usd["buy_insurance"] == pytest.approx(expected), (
+                year, s.agent_id, paid[s.agent_id], large[s.agent_id])
+            outcomes.add(ineligible)
+    assert outcomes == {True, False}  # some homes lost the bands, some kept them a while
+
+
+def test_without_the_rule_every_home_of_the_zones_keeps_the_bands(experiments) -> None:
+    config, maker, _ = _flooded_every_year(
+        experiments, ["insurance.preferred_risk.loss_history=null"])
+    low = [s for seen in maker.seen for s in seen if s.flood_zone == "low"]
+    assert low
+    for s in low:
+        assert s.action_costs_usd["buy_insurance"] == pytest.approx(
+            _offered_prices(config, s)[0])
+
+
+def test_flood_payments_count_each_kind_and_the_large_ones() -> None:
+    paid, large = money.flood_payments(1000.0, np.array([0.0, 500.0, 2000.0]),
+                                       np.array([0.0, 1000.0, 0.0]),
+                                       np.array([0.0, 0.0, 30000.0]))
+    assert paid.tolist() == [0, 2, 2]
+    assert large.tolist() == [0, 1, 2]
