@@ -695,10 +695,32 @@ class TrustConfig(StrictModel):
     low_action_rate: Share
 
 
+class ProspectParams(StrictModel):
+    """Cumulative prospect theory for the baseline's choice among actions (``utility:
+    prospect``; ``sim.baseline``).
+
+    Every outcome of a protective choice is a loss against the household's current wealth
+    (a premium, a cost, a flood's damage), so an action's value is ``-(w(p) (C + L)**beta +
+    (1 - w(p)) C**beta)`` with ``w(p) = p**g / (p**g + (1 - p)**g)**(1/g)`` the weight of
+    the perceived chance ``p`` of a flood. Loss aversion multiplies every such value alike, so
+    it does not change a choice and is not a parameter.
+    """
+
+    source: Source
+    loss_curvature: float = Field(gt=0.0, le=1.0, description=(
+        "beta of the value function for losses, v(-x) = -x**beta (1: linear)"))
+    probability_weighting: float = Field(ge=0.28, le=1.0, description=(
+        "gamma of the weighting function w(p) = p**g / (p**g + (1 - p)**g)**(1/g) (1: none; "
+        "below about 0.28 w is not increasing)"))
+
+
 class BaselineParams(StrictModel):
     """Parameters of the PMT / expected-utility baseline, all given in the experiment YAML
     with their source (``experiments/baseline.yaml``).
 
+    ``utility`` is how the rule values the actions the PMT gate lets it choose among:
+    ``expected`` is the expected log utility of wealth (subjective expected utility, as in
+    DYNAMO/GEB), ``prospect`` cumulative prospect theory with the ``prospect`` parameters.
     See docs/decisions.md "Baseline decision maker".
     """
 
@@ -719,6 +741,17 @@ class BaselineParams(StrictModel):
     coping_min: Share
     relocation_threat_min: Share
     implementation_probability: Share
+    utility: Literal["expected", "prospect"] = Field(default="expected", description=(
+        "how actions are valued: expected log utility of wealth, or prospect theory"))
+    prospect: ProspectParams | None = Field(default=None, description=(
+        "prospect theory's parameters (required with utility: prospect)"))
+
+    @model_validator(mode="after")
+    def _prospect_params(self) -> BaselineParams:
+        if self.utility == "prospect" and self.prospect is None:
+            raise ValueError("utility is prospect but prospect (its parameters) is missing; "
+                             "copy the block from experiments/baseline_prospect.yaml")
+        return self
 
 
 class DecisionConfig(StrictModel):

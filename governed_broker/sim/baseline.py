@@ -14,11 +14,15 @@ For each household (vectorised over the batch; docs/decisions.md "Baseline decis
    actions it may take, of ``min(1, room / out-of-pocket cost)``, with ``room`` what the
    household can spend on protection this year (the world's ``spending_room_usd``: its
    protection budget from income plus the savings it can spare).
-4. Expected utility of each allowed, affordable action ``a`` (log utility, one year):
+4. Value of each allowed, affordable action ``a`` over one year, with ``C_a`` the annualised
+   cost (the premium, plus one-off costs times the annuity factor ``r / (1 - (1 + r)**-T)``)
+   and ``L_a`` the out-of-pocket loss of a typical flood with the action's protection in place:
+   ``utility: expected`` (default), expected log utility
    ``EU_a = p ln(W - C_a - L_a) + (1 - p) ln(W - C_a)``, ``W`` = income + savings + structure
-   and contents value - debt, ``C_a`` the annualised cost (the premium, plus one-off costs
-   times the annuity factor ``r / (1 - (1 + r)**-T)``), ``L_a`` the out-of-pocket loss of a
-   typical flood with the action's protection in place.
+   and contents value - debt; ``utility: prospect``, cumulative prospect theory with the
+   household's current wealth as reference point, ``V_a = -(w(p) (C_a + L_a)**beta +
+   (1 - w(p)) C_a**beta)``, ``w`` overweighting small chances (``config.world.ProspectParams``).
+   "EU" below is whichever value the experiment uses.
 5. PMT gate: a household takes a new measure only when ``threat >= threat_min`` and
    ``coping >= coping_min``; relocation only when ``threat >= relocation_threat_min``. It picks
    the best EU action; a new measure (anything but the default or renewing a policy in force)
@@ -142,9 +146,7 @@ class BaselineDecisionMaker:
         # a premium recurs every year the policy is held; a one-off cost is annualised
         once = cost - premium
         annual_cost = premium + np.where(self.one_off[None, :], once * self.annuity, once)
-        w = wealth[:, None]
-        eu = (p_perc[:, None] * np.log(np.maximum(w - annual_cost - loss, 1.0))
-              + (1.0 - p_perc[:, None]) * np.log(np.maximum(w - annual_cost, 1.0)))
+        eu = self._value(annual_cost, loss, wealth, p_perc)
         candidates = ok.copy()
         candidates[:, self.default] = True
         candidates &= ~self.leaves[None, :] | (threat >= prm.relocation_threat_min)[:, None]
@@ -162,6 +164,21 @@ class BaselineDecisionMaker:
         go = rng.random(len(best)) < prm.implementation_probability
         self._delayed = new_measure & ~go
         return np.where(self._delayed, fallback, best)
+
+    def _value(self, annual_cost: np.ndarray, loss: np.ndarray, wealth: np.ndarray,
+               p_perc: np.ndarray) -> np.ndarray:
+        """Each action's value (households x actions) under ``params.utility``: the expected
+        log utility of wealth, or the prospect value of the action's losses
+        (``config.world.ProspectParams``)."""
+        p = p_perc[:, None]
+        if self.params.utility == "prospect":
+            pt = self.params.prospect
+            beta, g = pt.loss_curvature, pt.probability_weighting
+            weight = p**g / (p**g + (1.0 - p) ** g) ** (1.0 / g)
+            return -(weight * (annual_cost + loss) ** beta + (1.0 - weight) * annual_cost**beta)
+        w = wealth[:, None]
+        return (p * np.log(np.maximum(w - annual_cost - loss, 1.0))
+                + (1.0 - p) * np.log(np.maximum(w - annual_cost, 1.0)))
 
     def _decisions(self, situations, choice, threat, coping) -> list[Decision]:
         labels = self.agent_types.pmt_labels

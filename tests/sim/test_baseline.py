@@ -146,3 +146,38 @@ def test_runs_inside_the_world(experiments) -> None:
         cols = model.last_agent_columns
         assert set(cols["status"]) == {"baseline"}
         assert np.all((cols["threat_score"] >= 0) & (cols["threat_score"] <= 1))
+
+
+@pytest.fixture
+def prospect(repo_root) -> BaselineDecisionMaker:
+    types = load_agent_types(repo_root / "agent_types.yaml")
+    data = yaml.safe_load((repo_root / "experiments" / "baseline_prospect.yaml").read_text())
+    pt = data["decision"]["baseline"]
+    return BaselineDecisionMaker(params(repo_root, implementation_probability=1.0,
+                                        perception_sigma=0.0, **pt), types, seed=1)
+
+
+def test_prospect_theory_values_losses_by_weighted_chance(prospect) -> None:
+    cost, loss = np.array([[0.0, 400.0]]), np.array([[50_000.0, 0.0]])
+    p = np.array([0.002])
+    w = p**0.69 / (p**0.69 + (1 - p) ** 0.69) ** (1 / 0.69)
+    value = prospect._value(cost, loss, np.array([300_000.0]), p)
+    np.testing.assert_allclose(value, [[-w[0] * 50_000.0**0.88, -(400.0**0.88)]])
+    assert w[0] == pytest.approx(0.0134, abs=0.0005)  # a 0.2 % chance weighs like 1.3 %
+
+
+def test_prospect_theory_keeps_a_policy_expected_utility_drops(maker, prospect) -> None:
+    # a 0.2 % perceived chance (never flooded: a tenth of 2 %) of a 60k loss against a $400
+    # premium: worth 120 a year in expectation, so expected utility lets the policy lapse;
+    # weighted like 1.3 % under prospect theory (0.0134 * 60k**0.88 = 215 > 400**0.88 = 195),
+    # the policy is kept (habit, below the gate)
+    s = situation(prob=0.02, insured=True, loss=(60_000.0, 0.0, 0.0, 0.0, 0.0),
+                  costs=(0.0, 400.0, 40_000.0, 40_400.0, 60_000.0))
+    assert maker.decide([s])[0].action == "do_nothing"
+    kept = prospect.decide([s])[0]
+    assert kept.action == "buy_insurance" and kept.threat_label in ("VL", "L")
+
+
+def test_prospect_utility_needs_its_parameters(repo_root) -> None:
+    with pytest.raises(ValueError, match="copy the block from experiments/baseline_prospect"):
+        params(repo_root, utility="prospect")
