@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from governed_broker.config import load_agent_types
 from governed_broker.config.world import BaselineParams
 from governed_broker.contracts.decision import HouseholdSituation
 from governed_broker.sim import BaselineDecisionMaker, FloodModel
+from tests.conftest import REPO_ROOT
 
 ACTIONS = ("do_nothing", "buy_insurance", "elevate_house", "elevate_and_insure", "relocate")
 #: The domain's action that needs a buyout offer: priced, never open in these situations.
@@ -181,3 +186,25 @@ def test_prospect_theory_keeps_a_policy_expected_utility_drops(maker, prospect) 
 def test_prospect_utility_needs_its_parameters(repo_root) -> None:
     with pytest.raises(ValueError, match="copy the block from experiments/baseline_prospect"):
         params(repo_root, utility="prospect")
+
+
+@functools.cache
+def _prospect_maker() -> BaselineDecisionMaker:
+    types = load_agent_types(REPO_ROOT / "agent_types.yaml")
+    data = yaml.safe_load((REPO_ROOT / "experiments" / "baseline_prospect.yaml").read_text())
+    return BaselineDecisionMaker(params(REPO_ROOT, **data["decision"]["baseline"]), types, 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=st.floats(0.0, 0.998), q=st.floats(0.0, 0.998),
+       cost=st.floats(0.0, 1e5), loss=st.floats(0.0, 1e6), more=st.floats(1.0, 1e5))
+def test_prospect_value_falls_with_cost_loss_and_chance(p, q, cost, loss, more) -> None:
+    def value(c, l_, chance):
+        return _prospect_maker()._value(np.array([[c]]), np.array([[l_]]), np.array([1e6]),
+                                        np.array([chance]))[0, 0]
+
+    here = value(cost, loss, p)
+    assert value(cost + more, loss, p) < here
+    assert value(cost, loss + more, p) <= here
+    low, high = sorted((p, q))
+    assert value(cost, loss, high) <= value(cost, loss, low) + 1e-9
