@@ -3,6 +3,7 @@
 Usage:
     python benchmarks/world_acceptance.py [EXPERIMENT] [--seeds 1 2 3 4 5] [--set K=V ...]
     python benchmarks/world_acceptance.py --runs DIR [DIR ...]      # runs already made
+    python benchmarks/world_acceptance.py EXPERIMENT --against OTHER.yaml --seeds 1 ... 20
 
 Runs the experiment (default ``experiments/baseline.yaml``) once per seed in a temporary
 directory (or loads the given run directories) and prints, with the mean and a 95 % Student-t
@@ -20,6 +21,11 @@ interval across the runs:
    gap within each tenure (``analysis.equity.adaptation_gap``; runs with an MG attribute);
 5. the benchmark fit (``analysis.benchmarks.fit_replicates``): score per run, its mean and
    interval against the pass mark, and each target's mean and interval.
+
+With ``--against OTHER.yaml`` the other experiment runs on the same seeds too (the same
+population and floods per seed) and a sixth section gives the seed-by-seed differences of the
+score and of every target, this experiment minus the other
+(``analysis.benchmarks.paired_fit_difference``).
 """
 
 from __future__ import annotations
@@ -32,7 +38,11 @@ from pathlib import Path
 import pandas as pd
 
 from governed_broker.analysis import load_run
-from governed_broker.analysis.benchmarks import fit_replicates, mean_interval
+from governed_broker.analysis.benchmarks import (
+    fit_replicates,
+    mean_interval,
+    paired_fit_difference,
+)
 from governed_broker.analysis.debt import debt_usd
 from governed_broker.analysis.equity import adaptation_gap
 from governed_broker.analysis.responses import insurance_response
@@ -120,15 +130,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE")
     parser.add_argument("--runs", type=Path, nargs="+", help="analyse these run directories")
+    parser.add_argument("--against", type=Path, metavar="OTHER.yaml", help=(
+        "also run this experiment on the same seeds and print the paired differences"))
     args = parser.parse_args(argv)
     if args.runs:
         tables = [load_run(path).agents for path in args.runs]
         print(report(tables))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        tables = run_seeds(args.experiment, args.seeds, args.overrides, Path(tmp))
+        tables = run_seeds(args.experiment, args.seeds, args.overrides, Path(tmp) / "this")
         print(f"experiment: {args.experiment}  seeds: {args.seeds}  overrides: {args.overrides}")
         print(report(tables))
+        if args.against:
+            others = run_seeds(args.against, args.seeds, args.overrides, Path(tmp) / "other")
+            print(f"\n6. {args.experiment.name} minus {args.against.name}, seed by seed "
+                  "(mean and 95 % interval of the differences; pairs where it is higher/lower)")
+            print(paired_fit_difference(tables, others).to_string(
+                index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 
 

@@ -112,3 +112,27 @@ def test_replicates_summarised_with_intervals():
     mean, low, high = mean_interval([1.0, 2.0, 3.0])
     assert mean == 2.0 and (low, high) == pytest.approx((2 - 2.4843, 2 + 2.4843), abs=1e-3)
     assert math.isnan(mean_interval([1.0])[1])
+
+
+def test_paired_difference_is_the_mean_of_seed_by_seed_differences(fixtures_dir: Path):
+    from governed_broker.analysis import load_run
+    from governed_broker.analysis.benchmarks import mean_interval, paired_fit_difference
+
+    seeds = (15, 17, 31)
+    arms = {g: [load_run(fixtures_dir / "ablation" / g / f"seed_{s}").agents for s in seeds]
+            for g in ("baseline", "no_elevation_subsidy")}
+    diff = paired_fit_difference(arms["baseline"], arms["no_elevation_subsidy"]).set_index("id")
+    bench = load_benchmarks()
+    fits = {g: [fit_to_benchmarks(a, bench) for a in tables] for g, tables in arms.items()}
+    by_seed = [a.score - b.score for a, b in zip(fits["baseline"],
+                                                 fits["no_elevation_subsidy"], strict=True)]
+    assert diff.loc["score", "pairs"] == 3
+    assert diff.loc["score", "mean"] == pytest.approx(sum(by_seed) / 3)
+    assert diff.loc["score", "ci_low"] == pytest.approx(mean_interval(by_seed)[1])
+    assert diff.loc["score", "higher"] == sum(d > 0 for d in by_seed)
+    b3 = [a.table.set_index("id").loc["B3", "value"] - b.table.set_index("id").loc["B3", "value"]
+          for a, b in zip(fits["baseline"], fits["no_elevation_subsidy"], strict=True)]
+    assert diff.loc["B3", "mean"] == pytest.approx(sum(b3) / 3)
+    assert set(diff.index) == {"score"} | {t.id for t in bench.targets}
+    with pytest.raises(AnalysisInputError, match="same seeds in both arms"):
+        paired_fit_difference(arms["baseline"], arms["no_elevation_subsidy"][:2])
