@@ -94,6 +94,14 @@ class LLMConfig(StrictModel):
         description="embedded: CPU threads; default all usable cores; at most 1024 (more than "
         "any one machine has)"
     )
+    prompt_cache: bool = Field(
+        True,
+        description="embedded: reuse the previous call's evaluated prompt (faster: a shared "
+        "system prompt is read once), which makes a reply depend slightly on the calls before "
+        "it, so a resumed or partly cached run differs from a cold one; false: every prompt "
+        "is evaluated whole and a reply depends only on the request and the thread count "
+        "(about 1.5 times as long on 2 cores; docs/llm_backends.md)",
+    )
     temperature: float | None = Field(
         None, ge=0.0, le=2.0,
         description="sampling temperature; default (null): the model catalogue's setting for "

@@ -6,7 +6,8 @@ every backend object that asks for the same file and settings. Output is constra
 request's JSON schema by llama.cpp's grammar sampler. Requests run on a private thread pool of
 ``n_parallel`` workers (default one request at a time: on 2 cores two in flight were slower in
 total, local_llm.md section 5); llama.cpp keeps the previous prompt's KV cache, so a shared
-static system prompt is processed once.
+static system prompt is processed once (``prompt_cache``; without it a reply depends only on
+the request and the thread count).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from governed_broker.llm.reliability import chat_completion_response, openai_res
 _SERVERS: dict[tuple, Any] = {}
 _SERVERS_LOCK = threading.Lock()
 _HASHES: dict[tuple[str, int, int], str] = {}
+#: Suffix of the model identity when every prompt is evaluated whole (``prompt_cache: false``).
+WHOLE_PROMPT = "+whole-prompt"
 
 
 def usable_cores() -> int:
@@ -68,12 +71,17 @@ class EmbeddedSettings:
         n_ctx: Context window per slot in tokens.
         n_parallel: Parallel slots (requests in flight).
         threads: CPU threads for prompt processing and generation.
+        prompt_cache: Reuse the evaluated prompt of the slot's previous call (llama.cpp's
+            ``cache_prompt``). Faster, but the reused part was computed in other batches, and
+            the rounding that changes can change a sampled token: a reply then depends on the
+            calls before it. False evaluates every prompt whole.
     """
 
     model_path: Path
     n_ctx: int = 4096
     n_parallel: int = 1
     threads: int = 0  # 0: all usable cores
+    prompt_cache: bool = True
 
 
 def load_server(settings: EmbeddedSettings) -> Any:
@@ -138,7 +146,9 @@ class EmbeddedBackend(LLMBackend):
         self.settings = settings
         self.sha256 = sha256 or file_identity(settings.model_path)
         name = model_name or settings.model_path.name
-        self.model_id = f"{name}@sha256:{self.sha256}"
+        # whole-prompt replies are a different function of the request: cached apart
+        self.model_id = f"{name}@sha256:{self.sha256}" + (
+            "" if settings.prompt_cache else WHOLE_PROMPT)
         self.max_concurrency = settings.n_parallel
         self.timeout_s = timeout_s
         self._executor = ThreadPoolExecutor(
@@ -152,7 +162,7 @@ class EmbeddedBackend(LLMBackend):
             "temperature": request.temperature,
             # llama.cpp seeds are 32-bit and 0xFFFFFFFF means "random": stay below it.
             "seed": request.seed % (2**32 - 1),
-            "cache_prompt": True,
+            "cache_prompt": self.settings.prompt_cache,
             **request.sampling_options(),
         }
         response_format = openai_response_format(request.json_schema)

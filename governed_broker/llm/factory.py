@@ -55,6 +55,7 @@ def build_embedded(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
         n_ctx=cfg.num_ctx,
         n_parallel=cfg.concurrency or 1,
         threads=cfg.threads or 0,
+        prompt_cache=cfg.prompt_cache,
     )
     return EmbeddedBackend(settings, model_name=name, sha256=sha, timeout_s=cfg.timeout_s)
 

@@ -69,6 +69,8 @@ def model_identity(config: ExperimentConfig) -> dict[str, Any]:
         identity.update(model_path=str(path), size=stat.st_size, mtime_ns=stat.st_mtime_ns)
     if llm.script is not None:
         identity["script_sha256"] = _sha256_tree(config.resolve_path(llm.script))
+    if llm.backend == "embedded" and not llm.prompt_cache:
+        identity["prompt_cache"] = False  # other replies (left out when on: keys unchanged)
     return identity
 
 

@@ -62,3 +62,16 @@ def test_a_file_that_is_not_gguf_fails_to_load_with_advice(backend):
     pytest.importorskip("xllamacpp", reason="embedded runtime: pip install -r requirements-llm.txt")
     with pytest.raises(LLMError, match="could not load GGUF model .*not-a-model.gguf"):
         backend.chat(ask())
+
+
+def test_without_prompt_cache_every_prompt_is_evaluated_whole_and_cached_apart(tmp_path):
+    from governed_broker.llm.cache import cache_key
+
+    path = tmp_path / "not-a-model.gguf"
+    path.write_bytes(b"\x00" * 4096)
+    reuse = EmbeddedBackend(EmbeddedSettings(path, n_ctx=512), timeout_s=30)
+    whole = EmbeddedBackend(EmbeddedSettings(path, n_ctx=512, prompt_cache=False), timeout_s=30)
+    assert whole._payload(ask())["cache_prompt"] is False
+    assert whole.model_id == reuse.model_id + "+whole-prompt"
+    assert cache_key(whole.kind, whole.model_id, ask()) != cache_key(
+        reuse.kind, reuse.model_id, ask())

@@ -121,3 +121,26 @@ def test_through_the_openai_compatible_route(embedded):
     for reply in asyncio.run(two()):
         assert_valid(reply)
         assert reply.backend == "openai" and reply.extra["timings"]["predicted_n"] > 0
+
+
+def test_without_prompt_cache_a_reply_does_not_depend_on_the_call_before(embedded):
+    """With the prompt cache the second of two identical calls reads (almost) nothing anew, so
+    what it reuses was computed in the previous call's batches; without it the whole prompt is
+    read every time and the same request gets the same reply whatever came before."""
+    from dataclasses import replace
+
+    whole = EmbeddedBackend(replace(embedded.settings, prompt_cache=False),
+                            model_name="whole", sha256=embedded.sha256)
+
+    def read(backend, index):
+        payload = backend._payload(pmt_request(index))
+        return backend._run(payload)
+
+    read(embedded, 0)
+    assert read(embedded, 0)["timings"]["prompt_n"] < 5  # reused
+    first = read(whole, 0)
+    read(whole, 1)
+    again = read(whole, 0)
+    assert first["timings"]["prompt_n"] == again["timings"]["prompt_n"] == (
+        first["usage"]["prompt_tokens"])
+    assert first["choices"][0]["message"]["content"] == again["choices"][0]["message"]["content"]
