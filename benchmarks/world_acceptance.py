@@ -23,8 +23,8 @@ interval across the runs:
    interval against the pass mark, and each target's mean and interval.
 
 With ``--against OTHER.yaml`` the other experiment runs on the same seeds too (the same
-population and floods per seed) and a sixth section gives the seed-by-seed differences of the
-score and of every target, this experiment minus the other
+population and floods per seed; ``--set`` overrides apply to both) and a sixth section gives
+the seed-by-seed differences of the score and of every target, this experiment minus the other
 (``analysis.benchmarks.paired_fit_difference``).
 """
 
@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, metavar="OTHER.yaml", help=(
         "also run this experiment on the same seeds and print the paired differences"))
     args = parser.parse_args(argv)
+    if args.runs and args.against:
+        parser.error("--against runs both experiments on --seeds; it cannot pair --runs")
     if args.runs:
         tables = [load_run(path).agents for path in args.runs]
         print(report(tables))

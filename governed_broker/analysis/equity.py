@@ -85,10 +85,11 @@ def household_gap(rows: pd.DataFrame) -> pd.DataFrame:
             f"column 'marginalised': {missing} of {len(rows)} households have no value; the "
             "MG-NMG gap needs it for every household (analyse runs with and without an MG "
             "attribute separately)")
-    mg = rows["marginalised"].fillna(False).astype(bool)
-    if missing or mg.all() or not mg.any():
-        return stamp(pd.DataFrame(columns=["group", "n_nmg", "n_mg", "adapted_nmg",
-                                           "adapted_mg", "gap"]))
+    if missing:  # no MG attribute at all
+        return _empty()
+    mg = rows["marginalised"].astype(bool)
+    if mg.all() or not mg.any():
+        return _empty()
     out = [_row("all", rows, mg)]
     within = 0.0
     for tenure in sorted(rows["tenure"].unique()):
@@ -103,6 +104,11 @@ def household_gap(rows: pd.DataFrame) -> pd.DataFrame:
     out += [{"group": "within", **counts, "gap": within},
             {"group": "composition", **counts, "gap": total - within}]
     return stamp(pd.DataFrame(out))
+
+
+def _empty() -> pd.DataFrame:
+    return stamp(pd.DataFrame(columns=["group", "n_nmg", "n_mg", "adapted_nmg", "adapted_mg",
+                                       "gap"]))
 
 
 def _row(group: str, rows: pd.DataFrame, mg: pd.Series) -> dict:

@@ -100,7 +100,8 @@ class LLMConfig(StrictModel):
         "system prompt is read once), which makes a reply depend slightly on the calls before "
         "it, so a resumed or partly cached run differs from a cold one; false: every prompt "
         "is evaluated whole and a reply depends only on the request and the thread count "
-        "(about 1.5 times as long on 2 cores; docs/llm_backends.md)",
+        "when one request is in flight (concurrency 1; parallel slots share batches); about "
+        "1.5 times as long on 2 cores (docs/llm_backends.md)",
     )
     temperature: float | None = Field(
         None, ge=0.0, le=2.0,
@@ -184,6 +185,9 @@ class LLMConfig(StrictModel):
             raise ValueError("llm.hosts is required for backend 'openai' (base URLs ending /v1)")
         if self.model_path is not None and self.backend != "embedded":
             raise ValueError("llm.model_path applies only to backend 'embedded'")
+        if not self.prompt_cache and self.backend != "embedded":
+            raise ValueError("llm.prompt_cache: false applies only to backend 'embedded' "
+                             "(servers keep their own prompt caches and batches)")
         if self.backend == "embedded" and self.model_path is not None and self.model:
             raise ValueError("set either llm.model or llm.model_path for the embedded backend")
         if self.backend == "scripted" and self.script is None:

@@ -751,6 +751,9 @@ class BaselineParams(StrictModel):
         if self.utility == "prospect" and self.prospect is None:
             raise ValueError("utility is prospect but prospect (its parameters) is missing; "
                              "copy the block from experiments/baseline_prospect.yaml")
+        if self.utility == "expected" and self.prospect is not None:
+            raise ValueError("prospect is set but utility is expected, so it would not be "
+                             "used; set utility: prospect or remove the prospect block")
         return self
 
 

@@ -6,8 +6,8 @@ every backend object that asks for the same file and settings. Output is constra
 request's JSON schema by llama.cpp's grammar sampler. Requests run on a private thread pool of
 ``n_parallel`` workers (default one request at a time: on 2 cores two in flight were slower in
 total, local_llm.md section 5); llama.cpp keeps the previous prompt's KV cache, so a shared
-static system prompt is processed once (``prompt_cache``; without it a reply depends only on
-the request and the thread count).
+static system prompt is processed once (``prompt_cache``; without it, and with one slot, a
+reply depends only on the request and the thread count).
 """
 
 from __future__ import annotations

@@ -175,7 +175,9 @@ class BaselineDecisionMaker:
             pt = self.params.prospect
             beta, g = pt.loss_curvature, pt.probability_weighting
             weight = p**g / (p**g + (1.0 - p) ** g) ** (1.0 / g)
-            return -(weight * (annual_cost + loss) ** beta + (1.0 - weight) * annual_cost**beta)
+            # costs and losses are >= 0 by construction; a negative one would make a NaN
+            cost, worst = np.maximum(annual_cost, 0.0), np.maximum(annual_cost + loss, 0.0)
+            return -(weight * worst**beta + (1.0 - weight) * cost**beta)
         w = wealth[:, None]
         return (p * np.log(np.maximum(w - annual_cost - loss, 1.0))
                 + (1.0 - p) * np.log(np.maximum(w - annual_cost, 1.0)))

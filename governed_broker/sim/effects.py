@@ -57,8 +57,9 @@ class OptionBatch:
         buyout_offered: Whether the buyout programme offers to buy the home this year
             (``sim.buyout``).
         buyout_price_usd: The price it offers (dollars; 0 without an offer).
-        preferred: Whether the home is in a zone of ``insurance.preferred_risk`` (banded
-            premiums under legacy pricing).
+        preferred: Whether the home is offered the banded premiums of
+            ``insurance.preferred_risk`` (in its zones and, with its loss-history rule, still
+            eligible; banded premiums under legacy pricing).
     """
 
     config: ExperimentConfig

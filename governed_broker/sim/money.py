@@ -53,7 +53,8 @@ def premium_usd(
     Args:
         expected_payout_usd: The policy's expected annual payout (dollars): the rated amount
             when ``ins.pricing`` is ``risk_based`` (required there, unused otherwise).
-        preferred: Households in a zone of ``ins.preferred_risk`` (banded premiums under
+        preferred: Households offered the banded premiums of ``ins.preferred_risk`` (in its
+            zones and not made ineligible by their loss history; banded premiums under
             legacy pricing).
     """
     if ins.pricing == "risk_based":
@@ -97,7 +98,8 @@ def flood_payments(threshold_usd: float, *payments_usd: np.ndarray
     """This year's flood payments per household, each array one kind (claim payout, aid grant,
     disaster loan): how many were paid at all, and how many were at least ``threshold_usd``."""
     paid = np.stack([np.asarray(p, dtype=float) for p in payments_usd])
-    return (paid > 0.0).sum(axis=0), (paid >= threshold_usd).sum(axis=0)
+    made = paid > 0.0  # a zero is no payment, whatever the threshold
+    return made.sum(axis=0), (made & (paid >= threshold_usd)).sum(axis=0)
 
 
 def preferred_ineligible(rule: PreferredLossHistory, payments: np.ndarray,

@@ -63,6 +63,8 @@ class SituationBuilder:
         contents = np.array([spec.contents_value_usd])
         damage, payout = self._impact(spec, spec.flood_depth_m, owner, structure, contents)
         prp = self.config.insurance.preferred_risk
+        # a vignette has no payment history (its earlier floods do not say what was paid), so
+        # in a zone of the banded premiums it is quoted them whatever its loss history
         batch = OptionBatch(self.config, self.damage_table, owner, structure, contents,
                             np.array([spec.elevated]), np.array([zone.typical_depth_m]),
                             np.array([zone.probability]),

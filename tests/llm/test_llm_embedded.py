@@ -75,3 +75,10 @@ def test_without_prompt_cache_every_prompt_is_evaluated_whole_and_cached_apart(t
     assert whole.model_id == reuse.model_id + "+whole-prompt"
     assert cache_key(whole.kind, whole.model_id, ask()) != cache_key(
         reuse.kind, reuse.model_id, ask())
+
+
+def test_prompt_cache_off_is_for_the_embedded_backend_only():
+    from governed_broker.config.llm import LLMConfig
+
+    with pytest.raises(ValueError, match="prompt_cache: false applies only to backend"):
+        LLMConfig(backend="ollama", model="gemma3:4b", prompt_cache=False)

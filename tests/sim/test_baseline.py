@@ -183,9 +183,12 @@ def test_prospect_theory_keeps_a_policy_expected_utility_drops(maker, prospect) 
     assert kept.action == "buy_insurance" and kept.threat_label in ("VL", "L")
 
 
-def test_prospect_utility_needs_its_parameters(repo_root) -> None:
+def test_prospect_utility_needs_its_parameters_and_only_it_takes_them(repo_root) -> None:
     with pytest.raises(ValueError, match="copy the block from experiments/baseline_prospect"):
         params(repo_root, utility="prospect")
+    block = {"source": "x", "loss_curvature": 0.88, "probability_weighting": 0.69}
+    with pytest.raises(ValueError, match="prospect is set but utility is expected"):
+        params(repo_root, prospect=block)
 
 
 @functools.cache

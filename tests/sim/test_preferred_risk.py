@@ -127,3 +127,8 @@ def test_flood_payments_count_each_kind_and_the_large_ones() -> None:
                                        np.array([0.0, 0.0, 30000.0]))
     assert paid.tolist() == [0, 2, 2]
     assert large.tolist() == [0, 1, 2]
+
+
+def test_a_zero_is_no_payment_whatever_the_threshold() -> None:
+    paid, large = money.flood_payments(0.0, np.array([0.0, 500.0]), np.array([0.0, 0.0]))
+    assert paid.tolist() == [0, 1] and large.tolist() == [0, 1]
