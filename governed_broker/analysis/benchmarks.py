@@ -507,10 +507,11 @@ def paired_fit_difference(tables: Sequence[pd.DataFrame], others: Sequence[pd.Da
     bench = bench or load_benchmarks()
     fits = [(fit_to_benchmarks(a, bench), fit_to_benchmarks(b, bench))
             for a, b in zip(tables, others, strict=True)]
+    values = [(f.table.set_index("id")["value"], g.table.set_index("id")["value"])
+              for f, g in fits]
     pairs = {"score": [(f.score, g.score) for f, g in fits]}
     for target in bench.targets:
-        pairs[target.id] = [(f.table.set_index("id").loc[target.id, "value"],
-                             g.table.set_index("id").loc[target.id, "value"]) for f, g in fits]
+        pairs[target.id] = [(a[target.id], b[target.id]) for a, b in values]
     rows = []
     for name, values in pairs.items():
         diffs = [float(a) - float(b) for a, b in values
