@@ -214,7 +214,8 @@ class GovernedBroker:
         """Ask until approved or a budget is exhausted; returns the provisional status."""
         budget = self.governance
         while True:
-            response, cleaned = (await self._ask(conv)).sanitised()
+            seed = child_seed(self.seed, *conv.seed_path, len(conv.attempts))
+            response, cleaned = (await self._ask(conv, seed)).sanitised()
             result = parse_decision(
                 response.text,
                 self.registry.ids,
@@ -222,7 +223,7 @@ class GovernedBroker:
                 self.context.max_reason_chars,
                 response.parsed if isinstance(response.parsed, dict) else None,
             )
-            record = self._attempt_record(conv, response, result)
+            record = self._attempt_record(conv, seed, response, result)
             record["repairs"] = cleaned + record["repairs"]
             if not result.ok:
                 conv.last_parse_error = result.error
@@ -244,13 +245,12 @@ class GovernedBroker:
             feedback = self.context.feedback_governance(issues[: budget.max_reports_per_retry])
             self._reask(conv, "governance", response, feedback)
 
-    async def _ask(self, conv: _Conversation) -> LLMResponse:
-        attempt = len(conv.attempts)
+    async def _ask(self, conv: _Conversation, seed: int) -> LLMResponse:
         request = LLMRequest.of(
             conv.messages,
             json_schema=conv.prompt.json_schema,
             **self.request.sampling.request_fields(),
-            seed=child_seed(self.seed, *conv.seed_path, attempt),
+            seed=seed,
             max_tokens=self.request.max_tokens,
             num_ctx=self.request.num_ctx,
             tag="decision",
@@ -258,13 +258,12 @@ class GovernedBroker:
         return await self.backend.achat(request)
 
     def _attempt_record(
-        self, conv: _Conversation, response: LLMResponse, result: ParseResult
+        self, conv: _Conversation, seed: int, response: LLMResponse, result: ParseResult
     ) -> dict[str, Any]:
-        attempt = len(conv.attempts)
         record = {
-            "attempt": attempt,
+            "attempt": len(conv.attempts),
             "kind": conv.next_kind,
-            "seed": child_seed(self.seed, *conv.seed_path, attempt),
+            "seed": seed,
             "raw": response.text,
             "parsed": result.reply.to_json() if result.reply is not None else None,
             "repairs": list(result.repairs),

@@ -244,13 +244,12 @@ class ReflectionEngine:
             messages_json(base, "sorted_ascii").encode("utf-8")).hexdigest()
         messages, attempts = base, []
         for attempt in range(self.config.max_parse_retries + 1):
-            response, cleaned = (await self._ask(messages, target.agent_id, year,
-                                                 attempt)).sanitised()
+            seed = child_seed(self.seed, "reflection", target.agent_id, year, attempt)
+            response, cleaned = (await self._ask(messages, seed)).sanitised()
             insights, repairs, error = parse_insights(
                 response.text, self.config.n_insights, self.config.max_insight_chars)
             repairs = cleaned + repairs
-            attempts.append(self._attempt(attempt, target.agent_id, year, response,
-                                          repairs, error))
+            attempts.append(self._attempt(attempt, seed, response, repairs, error))
             if error is None:
                 kept, rejected = self._checked(insights, memories, year)
                 record.update(status="ok" if kept else "rejected", attempts=attempts,
@@ -279,19 +278,17 @@ class ReflectionEngine:
                 rejected.append({"insight": insight, "reason": why})
         return kept, rejected
 
-    async def _ask(self, messages: list[dict], agent_id: int, year: int,
-                   attempt: int) -> LLMResponse:
+    async def _ask(self, messages: list[dict], seed: int) -> LLMResponse:
         request = LLMRequest.of(
-            messages, json_schema=self.schema, **self.sampling.request_fields(),
-            seed=child_seed(self.seed, "reflection", agent_id, year, attempt),
+            messages, json_schema=self.schema, **self.sampling.request_fields(), seed=seed,
             max_tokens=self.config.max_tokens, num_ctx=self.num_ctx, tag="reflection")
         return await self.backend.achat(request)
 
-    def _attempt(self, attempt: int, agent_id: int, year: int, response: LLMResponse,
+    def _attempt(self, attempt: int, seed: int, response: LLMResponse,
                  repairs: list[str], error: str | None) -> dict[str, Any]:
         return {
             "attempt": attempt,
-            "seed": child_seed(self.seed, "reflection", agent_id, year, attempt),
+            "seed": seed,
             "raw": response.text, "repairs": repairs, "parse_error": error,
             "prompt_tokens": response.prompt_tokens,
             "completion_tokens": response.completion_tokens,
