@@ -108,3 +108,32 @@ def test_a_log_from_before_the_transport_columns_gains_them_on_open(tmp_path):
                response=_response({"transport_retries": 2, "transport_wait_s": 3.5}))
     assert log.summary()["transport_retries"] == 2
     log.close()
+
+
+def test_a_new_log_has_pages_a_prompt_fits_and_an_older_log_keeps_its_own(tmp_path):
+    """A call's row (a 1-6 KB prompt) would spill onto overflow pages of SQLite's default
+    4 KiB; a new log is made with ``PAGE_SIZE`` pages, an existing one is left as it is."""
+    from governed_broker.llm.call_log import PAGE_SIZE
+
+    def page_size(path) -> int:
+        conn = sqlite3.connect(path)
+        try:
+            return conn.execute("PRAGMA page_size").fetchone()[0]
+        finally:
+            conn.close()
+
+    request = LLMRequest.of([{"role": "user", "content": "x" * 6000}], seed=1, tag="decision")
+    CallLog(tmp_path / "new.sqlite").close()
+    assert PAGE_SIZE >= 8192 and page_size(tmp_path / "new.sqlite") == PAGE_SIZE
+    old = sqlite3.connect(tmp_path / "old.sqlite")
+    old.execute("PRAGMA page_size=4096")
+    old.execute("CREATE TABLE t (x)")
+    old.commit()
+    old.close()
+    log = CallLog(tmp_path / "old.sqlite")
+    log.record(request, datetime.now(UTC), 0.1, "ollama", "m", response=_response({}))
+    log.close()
+    assert page_size(tmp_path / "old.sqlite") == 4096
+    rows = sqlite3.connect(tmp_path / "old.sqlite").execute(
+        "SELECT length(messages_json) FROM calls").fetchall()
+    assert rows == [(len(json.dumps([{"role": "user", "content": "x" * 6000}])),)]
