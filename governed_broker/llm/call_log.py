@@ -82,7 +82,7 @@ class CallLog:
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         # A call's row (its prompt, 1-6 KB) fits one 16 KiB page instead of spilling onto
-        # overflow pages of the default 4 KiB: writing the log costs about a third less CPU.
+        # overflow pages of the default 4 KiB: writing the log costs about a quarter less CPU.
         # It applies when the file is created (a resumed run's log keeps its page size).
         self._conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
         # WAL + NORMAL: a commit per call without an fsync per call (which costs milliseconds).
