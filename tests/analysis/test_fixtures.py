@@ -67,7 +67,10 @@ def test_embedded_llm_run_is_a_real_model_run_explained_by_its_audit(fixtures_di
         assert (row.year, row.agent_id) == (rec["year"], rec["agent_id"])
         assert row.executed_action == rec["executed_action"]
         assert len(rec["attempts"]) == 1 + rec["retries"]
-    assert set(run.agents["threat_label"]) <= {"VL", "L", "M", "H", "VH"}
+    # a decision with no readable reply (parse_failed) has no appraisal; every other has one
+    read = run.agents["status"] != "parse_failed"
+    assert set(run.agents.loc[read, "threat_label"]) <= {"VL", "L", "M", "H", "VH"}
+    assert run.agents.loc[~read, "threat_label"].isna().all()
     assert governance_workload(run.agents).iloc[0]["n_decisions"] == 32
     summary = summarise_run(run)
     assert summary.metric_version and len(summary.trajectories) == 4

@@ -98,4 +98,6 @@ def test_committed_runs() -> None:
     assert result["n_blocked"] > 0 and result["rate"] == 0.0  # the script changes its action
     embedded = load_run(FIXTURES / "embedded_llm_run")
     table, summary = threat_by_depth(embedded.decisions, embedded.pmt_labels)
-    assert table["n"].sum() == len(embedded.decisions)
+    # a decision with no readable reply (parse_failed: no appraisal) is left out
+    readable = [d for d in embedded.decisions if any(a["parsed"] for a in d["attempts"])]
+    assert 0 < len(readable) and table["n"].sum() == len(readable)
