@@ -34,7 +34,8 @@ Sections:
   Ollama HTTP API (``benchmarks/simulated_ollama.py`` in its own process, the ollama client).
 
 CPU time is ``time.process_time`` of this process (all threads); on a shared machine read
-ratios and CPU times, not wall times.
+ratios and CPU times, not wall times. The first and the last line give the CPU seconds of a
+fixed Python loop (``reference_loop_s``): how fast the machine was while the figures were taken.
 """
 
 from __future__ import annotations
@@ -448,6 +449,17 @@ SECTIONS = {"cost": section_cost, "years": section_years, "checkpoint": section_
             "saturation": section_saturation, "cohort": section_cohort, "basin": section_basin}
 
 
+def reference_loop_s() -> float:
+    """CPU seconds of a fixed pure-Python loop (10 million additions in a function): the
+    machine's speed when the figures were taken, printed before and after them. A shared
+    machine's speed changes between days and even hours; compare figures taken at similar
+    reference times, or paired runs of two checkouts."""
+    t0, total = time.process_time(), 0
+    for i in range(10_000_000):
+        total += i
+    return time.process_time() - t0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sections", nargs="+", choices=list(SECTIONS),
@@ -474,12 +486,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import governed_broker
 
+    speed = reference_loop_s()
     results: dict[str, Any] = {"package": governed_broker.__file__,
-                               "load_average": os.getloadavg()}
-    print(f"package {governed_broker.__file__}, load average {os.getloadavg()}", flush=True)
+                               "load_average": os.getloadavg(), "reference_loop_s": speed}
+    print(f"package {governed_broker.__file__}, load average {os.getloadavg()}, reference "
+          f"loop {speed:.2f} s CPU", flush=True)
     for name in args.sections:
         results[name] = SECTIONS[name](args)
     results["load_average_end"] = os.getloadavg()
+    results["reference_loop_end_s"] = reference_loop_s()
+    print(f"reference loop at the end {results['reference_loop_end_s']:.2f} s CPU", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0
