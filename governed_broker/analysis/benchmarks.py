@@ -507,15 +507,15 @@ def paired_fit_difference(tables: Sequence[pd.DataFrame], others: Sequence[pd.Da
     bench = bench or load_benchmarks()
     fits = [(fit_to_benchmarks(a, bench), fit_to_benchmarks(b, bench))
             for a, b in zip(tables, others, strict=True)]
-    values = [(f.table.set_index("id")["value"], g.table.set_index("id")["value"])
-              for f, g in fits]
+    by_id = [(f.table.set_index("id")["value"], g.table.set_index("id")["value"])
+             for f, g in fits]
     pairs = {"score": [(f.score, g.score) for f, g in fits]}
     for target in bench.targets:
-        pairs[target.id] = [(a[target.id], b[target.id]) for a, b in values]
+        pairs[target.id] = [(a[target.id], b[target.id]) for a, b in by_id]
     rows = []
-    for name, values in pairs.items():
-        diffs = [float(a) - float(b) for a, b in values
-                 if a is not None and b is not None and a == a and b == b]
+    for name, both in pairs.items():
+        # a pair counts only where both runs could compute the measure (None or NaN: not)
+        diffs = [float(a) - float(b) for a, b in both if pd.notna(a) and pd.notna(b)]
         mean, low, high = mean_interval(diffs, confidence)
         rows.append({"id": name, "pairs": len(diffs), "mean": mean, "ci_low": low,
                      "ci_high": high, "higher": sum(d > 0 for d in diffs),
