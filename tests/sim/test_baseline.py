@@ -153,13 +153,18 @@ def test_runs_inside_the_world(experiments) -> None:
         assert np.all((cols["threat_score"] >= 0) & (cols["threat_score"] <= 1))
 
 
+def prospect_maker(**changes) -> BaselineDecisionMaker:
+    """A baseline decision maker valuing actions as ``experiments/baseline_prospect.yaml``
+    does, with ``changes`` to the shipped parameters."""
+    types = load_agent_types(REPO_ROOT / "agent_types.yaml")
+    data = yaml.safe_load((REPO_ROOT / "experiments" / "baseline_prospect.yaml").read_text())
+    return BaselineDecisionMaker(params(REPO_ROOT, **changes, **data["decision"]["baseline"]),
+                                 types, seed=1)
+
+
 @pytest.fixture
-def prospect(repo_root) -> BaselineDecisionMaker:
-    types = load_agent_types(repo_root / "agent_types.yaml")
-    data = yaml.safe_load((repo_root / "experiments" / "baseline_prospect.yaml").read_text())
-    pt = data["decision"]["baseline"]
-    return BaselineDecisionMaker(params(repo_root, implementation_probability=1.0,
-                                        perception_sigma=0.0, **pt), types, seed=1)
+def prospect() -> BaselineDecisionMaker:
+    return prospect_maker(implementation_probability=1.0, perception_sigma=0.0)
 
 
 def test_prospect_theory_values_losses_by_weighted_chance(prospect) -> None:
@@ -191,11 +196,8 @@ def test_prospect_utility_needs_its_parameters_and_only_it_takes_them(repo_root)
         params(repo_root, prospect=block)
 
 
-@functools.cache
-def _prospect_maker() -> BaselineDecisionMaker:
-    types = load_agent_types(REPO_ROOT / "agent_types.yaml")
-    data = yaml.safe_load((REPO_ROOT / "experiments" / "baseline_prospect.yaml").read_text())
-    return BaselineDecisionMaker(params(REPO_ROOT, **data["decision"]["baseline"]), types, 1)
+#: One maker for every hypothesis example (``_value`` keeps no state between calls).
+_shared_prospect = functools.cache(prospect_maker)
 
 
 @settings(max_examples=200, deadline=None)
@@ -203,7 +205,7 @@ def _prospect_maker() -> BaselineDecisionMaker:
        cost=st.floats(0.0, 1e5), loss=st.floats(0.0, 1e6), more=st.floats(1.0, 1e5))
 def test_prospect_value_falls_with_cost_loss_and_chance(p, q, cost, loss, more) -> None:
     def value(c, l_, chance):
-        return _prospect_maker()._value(np.array([[c]]), np.array([[l_]]), np.array([1e6]),
+        return _shared_prospect()._value(np.array([[c]]), np.array([[l_]]), np.array([1e6]),
                                         np.array([chance]))[0, 0]
 
     here = value(cost, loss, p)
