@@ -134,6 +134,7 @@ def test_a_new_log_has_pages_a_prompt_fits_and_an_older_log_keeps_its_own(tmp_pa
     log.record(request, datetime.now(UTC), 0.1, "ollama", "m", response=_response({}))
     log.close()
     assert page_size(tmp_path / "old.sqlite") == 4096
-    rows = sqlite3.connect(tmp_path / "old.sqlite").execute(
-        "SELECT length(messages_json) FROM calls").fetchall()
+    conn = sqlite3.connect(tmp_path / "old.sqlite")
+    rows = conn.execute("SELECT length(messages_json) FROM calls").fetchall()
+    conn.close()
     assert rows == [(len(json.dumps([{"role": "user", "content": "x" * 6000}])),)]

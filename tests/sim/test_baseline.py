@@ -206,7 +206,7 @@ _shared_prospect = functools.cache(prospect_maker)
 def test_prospect_value_falls_with_cost_loss_and_chance(p, q, cost, loss, more) -> None:
     def value(c, l_, chance):
         return _shared_prospect()._value(np.array([[c]]), np.array([[l_]]), np.array([1e6]),
-                                        np.array([chance]))[0, 0]
+                                         np.array([chance]))[0, 0]
 
     here = value(cost, loss, p)
     assert value(cost + more, loss, p) < here
