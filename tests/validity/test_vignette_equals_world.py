@@ -75,7 +75,7 @@ def vignette_of(model: FloodModel, j: int, s: HouseholdSituation) -> VignetteSpe
     """The vignette of household ``j`` of this year, or None where a vignette cannot say
     what the world knows (loans, unrepaired damage, negative savings, a flood history that
     does not fit in the years before)."""
-    c, hh = model.current, model.hh
+    c = model.current
     i = int(c.idx[j])
     if s.debt_usd or s.unrepaired_damage_usd or s.savings_usd < 0:
         return None
