@@ -13,7 +13,6 @@ import dataclasses
 import logging
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from governed_broker.broker.skills import SkillRegistry
@@ -23,40 +22,12 @@ from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceRule, GovernanceRules, NumericTest
 from governed_broker.contracts.decision import HouseholdSituation
 from governed_broker.contracts.effects import traits_of
+from governed_broker.contracts.rules import RuleOutcome
 
 logger = logging.getLogger(__name__)
 
 _SITUATION_FIELDS = {f.name for f in dataclasses.fields(HouseholdSituation)}
 _MAPPING_FIELDS = {"neighbour_shares", "action_costs_usd", "affordable", "extra"}
-
-
-@dataclass(frozen=True)
-class RuleOutcome:
-    """One rule evaluated on one proposal.
-
-    Attributes:
-        rule_id: The rule.
-        category: ``identity``, ``financial``, ``thinking`` or ``social``.
-        severity: ``ERROR`` or ``WARNING`` under the active profile.
-        fired: Whether the condition held.
-        message: The interpolated message ("" when the rule did not fire).
-    """
-
-    rule_id: str
-    category: str
-    severity: str
-    fired: bool
-    message: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """Audit form."""
-        return {
-            "id": self.rule_id,
-            "category": self.category,
-            "severity": self.severity,
-            "fired": self.fired,
-            "message": self.message,
-        }
 
 
 def _state_value(situation: HouseholdSituation, path: str) -> tuple[bool, Any]:
@@ -218,5 +189,5 @@ class RuleSet:
             if fired:
                 values = values or message_values(situation, reply)
                 message = " ".join(string.Template(rule.message).substitute(values).split())
-            outcomes.append(RuleOutcome(rule.id, rule.category, severity, fired, message))
+            outcomes.append(RuleOutcome(rule.id, severity, fired, message, category=rule.category))
         return outcomes
