@@ -9,10 +9,9 @@ any particular rule.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from governed_broker.broker.skills import SkillRegistry
@@ -20,25 +19,16 @@ from governed_broker.cognition.context import money, percent
 from governed_broker.cognition.schema import DecisionReply
 from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceRule, GovernanceRules, NumericTest
-from governed_broker.contracts.decision import HouseholdSituation
+from governed_broker.contracts.decision import (
+    MISSING,
+    HouseholdSituation,
+    situation_path_problem,
+    situation_value,
+)
 from governed_broker.contracts.effects import traits_of
 from governed_broker.contracts.rules import RuleOutcome
 
 logger = logging.getLogger(__name__)
-
-_SITUATION_FIELDS = {f.name for f in dataclasses.fields(HouseholdSituation)}
-_MAPPING_FIELDS = {"neighbour_shares", "action_costs_usd", "affordable", "extra"}
-
-
-def _state_value(situation: HouseholdSituation, path: str) -> tuple[bool, Any]:
-    head, _, key = path.partition(".")
-    value = getattr(situation, head)
-    if not key:
-        return True, value
-    if not isinstance(value, Mapping) or key not in value:
-        return False, None
-    return True, value[key]
-
 
 def _test_holds(value: Any, test: Any) -> bool:
     if isinstance(test, NumericTest):
@@ -84,8 +74,8 @@ def condition_holds(rule: GovernanceRule, situation: HouseholdSituation, reply: 
         if affordable != cond.affordable:
             return False
     for path, test in cond.state.items():
-        found, value = _state_value(situation, path)
-        if not found or not _test_holds(value, test):
+        value = situation_value(situation, path)
+        if value is MISSING or not _test_holds(value, test):
             return False
     return True
 
@@ -146,13 +136,10 @@ class RuleSet:
 
     @staticmethod
     def _check_field(rule_id: str, path: str) -> None:
-        head, dot, _ = path.partition(".")
-        if head not in _SITUATION_FIELDS or (dot and head not in _MAPPING_FIELDS):
-            raise ConfigError(
-                f"agent_types.yaml governance rule {rule_id!r}: unknown state field {path!r}; "
-                f"use a HouseholdSituation field ({', '.join(sorted(_SITUATION_FIELDS))}) or "
-                f"<mapping field>.<key> for {sorted(_MAPPING_FIELDS)}"
-            )
+        problem = situation_path_problem(path)
+        if problem is not None:
+            raise ConfigError(f"agent_types.yaml governance rule {rule_id!r}: unknown state "
+                              f"field {path!r}: {problem}")
 
     def _check_dead_zones(self, rules: GovernanceRules, registry: SkillRegistry) -> None:
         if rules.dead_zone_check == "off":

@@ -15,9 +15,7 @@ every word the LLM sees.
 
 from __future__ import annotations
 
-import dataclasses
 import operator
-from collections.abc import Mapping
 from pathlib import Path
 from string import Template
 from typing import Any, Literal
@@ -26,10 +24,13 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from governed_broker.config.base import ConfigError, StrictModel, excerpt
 from governed_broker.config.yamlsafe import read_yaml
-from governed_broker.contracts.decision import HouseholdSituation
+from governed_broker.contracts.decision import (
+    MISSING,
+    HouseholdSituation,
+    situation_path_problem,
+    situation_value,
+)
 
-_SITUATION_FIELDS = {f.name for f in dataclasses.fields(HouseholdSituation)}
-_MAPPING_FIELDS = {"neighbour_shares", "action_costs_usd", "affordable", "extra"}
 #: Situation fields usable as ``$name`` in query templates (plain scalars only).
 TEMPLATE_FIELDS = frozenset(
     {
@@ -38,7 +39,6 @@ TEMPLATE_FIELDS = frozenset(
         "depth_m", "damage_usd", "payout_usd", "floods_experienced", "flood_probability",
     }
 )  # fmt: skip
-_MISSING = object()
 _OPS = {
     "eq": operator.eq,
     "ne": operator.ne,
@@ -52,23 +52,10 @@ _OPS = {
 
 
 def _check_field_path(path: str) -> str:
-    root, _, rest = path.partition(".")
-    if root not in _SITUATION_FIELDS:
-        raise ValueError(
-            f"unknown situation field {root!r}; allowed: {', '.join(sorted(_SITUATION_FIELDS))}"
-        )
-    if rest and root not in _MAPPING_FIELDS:
-        raise ValueError(f"field {root!r} is not a mapping, so {path!r} cannot index into it")
+    problem = situation_path_problem(path)
+    if problem is not None:
+        raise ValueError(problem)
     return path
-
-
-def situation_value(situation: HouseholdSituation, path: str) -> Any:
-    """Value of a dotted field path on a situation; ``_MISSING`` for an absent mapping key."""
-    root, _, key = path.partition(".")
-    value = getattr(situation, root)
-    if key:
-        value = value.get(key, _MISSING) if isinstance(value, Mapping) else _MISSING
-    return value
 
 
 class TopicCondition(StrictModel):
@@ -94,7 +81,7 @@ class TopicCondition(StrictModel):
         """Whether the condition is true for ``situation`` (false when a value is missing)."""
         left = situation_value(situation, self.field)
         right = self.value if self.other is None else situation_value(situation, self.other)
-        if left is _MISSING or right is _MISSING or left is None or right is None:
+        if left is MISSING or right is MISSING or left is None or right is None:
             return False
         try:
             return bool(_OPS[self.op](left, right))

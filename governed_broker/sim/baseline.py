@@ -117,8 +117,8 @@ class BaselineDecisionMaker:
         insured = np.fromiter((s.insured for s in situations), bool, n)
         pick = operator.itemgetter(*acts)
         cost = np.array([pick(s.action_costs_usd) for s in situations], dtype=float)
-        loss = np.array([pick(s.extra["loss_if_flood_usd"]) for s in situations], dtype=float)
-        premium = np.array([pick(s.extra["premium_usd"]) for s in situations], dtype=float)
+        loss = np.array([pick(s.facts.loss_if_flood_usd) for s in situations], dtype=float)
+        premium = np.array([pick(s.facts.premium_usd) for s in situations], dtype=float)
         affordable = np.array([pick(s.affordable) for s in situations], dtype=bool)
         allowed = np.array([[a in s.allowed_actions for a in acts] for s in situations],
                            dtype=bool)
@@ -128,7 +128,7 @@ class BaselineDecisionMaker:
                                             self.disposition([s.agent_id for s in situations]))
         threat = 1.0 - np.exp(-p_perc * loss[:, self.default]
                               / (self.params.threat_income_scale * np.maximum(income, 1.0)))
-        room = np.fromiter((s.extra["spending_room_usd"] for s in situations), float, n)
+        room = np.fromiter((s.facts.spending_room_usd for s in situations), float, n)
         coping = self._coping(cost, room, allowed)
         choice = self._choose(cost, premium, loss, ok, wealth, p_perc, threat, coping, insured,
                               situations[0].year)

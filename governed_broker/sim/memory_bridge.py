@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from governed_broker.contracts.decision import ReflectionTarget
+from governed_broker.contracts.decision import Heuristic, ReflectionTarget
 from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
 from governed_broker.memory.semantic import SemanticMemory
 from governed_broker.memory.texts import MemoryTexts
@@ -107,7 +107,7 @@ class WorldMemory:
             hm.record_neighbours(year, {k: float(v[j]) for k, v in shares.items()})
             out.append({
                 "memories": tuple(hm.retrieve(year)),
-                "knowledge_facts": self._facts(hm, allowed[j]),
+                "knowledge_facts": tuple(self._facts(hm, allowed[j])),
                 "heuristics": self._heuristics(hm),
             })
         return out
@@ -138,11 +138,11 @@ class WorldMemory:
             cached = self._facts_cache[key] = (graph, found)
         return cached[1]
 
-    def _heuristics(self, hm: HouseholdMemory) -> list[dict[str, Any]]:
+    def _heuristics(self, hm: HouseholdMemory) -> tuple[Heuristic, ...]:
         situation = {"flooded_this_year": hm.flooded_this_year, "insured": hm.insured,
                      "elevated": hm.elevated}
         found = hm.procedural.match(situation)[: self.max_heuristics]
-        return [{"description": h.describe(), "success_rate": h.success_rate} for h in found]
+        return tuple(Heuristic(h.describe(), h.success_rate) for h in found)
 
     def record_decisions(self, year: int, idx: np.ndarray, decisions: Sequence[Decision],
                          executed: np.ndarray, feasible: np.ndarray, paid: np.ndarray) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from governed_broker.config.world import GroupPolicyConfig
+from governed_broker.contracts.decision import AidCertificate
 from governed_broker.sim.effects import Executed
 from governed_broker.sim.finance import Repairs
 from governed_broker.sim.instruments.base import Access, Instrument, World, in_zones
@@ -105,8 +106,7 @@ class AidCertificates(Instrument):
             return None
         years = self.arrays["group_policy_years"][idx].tolist()
         keep = (self.arrays["aid_requires_insurance"][idx] & group.keep_insured).tolist()
-        return [{**({"group_policy": {"years": n, "coverage_usd": group.coverage_usd}}
-                    if n else {}),
+        return [{**({"group_policy": AidCertificate(n, group.coverage_usd)} if n else {}),
                  **({"aid_requires_insurance": True} if k else {})}
                 for n, k in zip(years, keep, strict=True)]
 
