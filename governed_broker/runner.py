@@ -129,7 +129,7 @@ INSTITUTION_COLUMNS = names(INSTITUTIONS_YEARLY)
 
 
 def run_experiment(
-    config: ExperimentConfig,
+    experiment: ResolvedExperiment | ExperimentConfig,
     out_dir: str | Path,
     *,
     progress: bool = True,
@@ -139,7 +139,8 @@ def run_experiment(
     """Run one experiment and write its outputs (docs/ARCHITECTURE.md "Output contract").
 
     Args:
-        config: The validated experiment.
+        experiment: The resolved experiment (``config.resolved.load_resolved``); a bare
+            ``ExperimentConfig`` is resolved here.
         out_dir: The run directory to create (checked by ``run_dir.check_out_dir``).
         progress: Show a progress bar over years (only on a terminal).
         overwrite: Replace an existing complete ``out_dir`` (only one that is recognisably a
@@ -164,8 +165,9 @@ def run_experiment(
                 raise OutputExistsError(
                     f"{out_dir} already exists; choose another --out or pass --overwrite")
             require_own_run(out_dir, finished=True, action="replace")
-        return _run_locked(resolve_experiment(config), out_dir, progress, overwrite,
-                           decision_maker)
+        if isinstance(experiment, ExperimentConfig):
+            experiment = resolve_experiment(experiment)
+        return _run_locked(experiment, out_dir, progress, overwrite, decision_maker)
 
 
 def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, overwrite: bool,
@@ -310,9 +312,7 @@ def _simulate(
     """The run's world, simulated to its last year (the caller releases it once read), and
     the number of agent rows written."""
     config = experiment.config
-    model = FloodModel(config, maker, agent_types=experiment.domain, run_dir=work,
-                       institutions_domain=experiment.institutions,
-                       institution_makers=institution_makers)
+    model = FloodModel(experiment, maker, run_dir=work, institution_makers=institution_makers)
     try:
         rows = _years(model, experiment, work, ckpt, verified, progress)
         if model.world_memory is not None:

@@ -10,6 +10,7 @@ import io
 import re
 import typing
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +18,19 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel
 
-from governed_broker.config.agent_types import AgentTypesConfig
+from governed_broker.config.agent_types import AgentTypesConfig, check_action_ids
 from governed_broker.config.base import ConfigError, excerpt
 from governed_broker.config.claims import load_claims
 from governed_broker.config.cost import check_run_limits
-from governed_broker.config.damage import load_damage_table
+from governed_broker.config.damage import DamageTable, load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.institutions import (
     INSTITUTION_TEMPLATE_EXTRAS,
     INSTITUTION_TEMPLATES,
+    INSTITUTIONS,
     InstitutionsDomain,
 )
+from governed_broker.config.knowledge import load_topics
 from governed_broker.config.memory import MEMORY_TEXTS
 from governed_broker.config.templates import load_templates
 from governed_broker.config.validation import allowed_keys, child_annotation, validate_model
@@ -183,8 +186,30 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class ReadInputs:
+    """The input files an experiment names, parsed while they were checked at load.
+
+    Attributes:
+        domain: ``agent_types``.
+        damage_table: ``damage.table``.
+        institutions: ``institutions.domain`` (None: no institutions).
+    """
+
+    domain: AgentTypesConfig
+    damage_table: DamageTable
+    institutions: InstitutionsDomain | None = None
+
+
 def load_experiment(path: str | Path, overrides: Iterable[str] = (), *,
                     base_dir: str | Path | None = None) -> ExperimentConfig:
+    """The validated settings of an experiment YAML file (``load_checked`` without the
+    parsed inputs; a run loads with ``config.resolved.load_resolved`` instead)."""
+    return load_checked(path, overrides, base_dir=base_dir)[0]
+
+
+def load_checked(path: str | Path, overrides: Iterable[str] = (), *,
+                 base_dir: str | Path | None = None) -> tuple[ExperimentConfig, ReadInputs]:
     """Load, override and validate an experiment YAML file.
 
     Relative paths inside the file are resolved against its directory (or ``base_dir``);
@@ -199,6 +224,9 @@ def load_experiment(path: str | Path, overrides: Iterable[str] = (), *,
             folder, which its manifest records as ``config_base_dir`` (``governed-broker
             branch`` re-loads a finished run's configuration this way).
 
+    Returns:
+        The settings and the input files parsed while they were checked (``ReadInputs``).
+
     Raises:
         ConfigError: any problem, with a message naming file, field, value and what is allowed.
     """
@@ -209,17 +237,17 @@ def load_experiment(path: str | Path, overrides: Iterable[str] = (), *,
     config = validate_model(ExperimentConfig, data, path, context={"base_dir": base_dir},
                             quote_values=True)
     config = config.with_base_dir(base_dir)
-    check_references(config, path)
-    return config
+    return config, check_references(config, path)
 
 
-def check_references(config: ExperimentConfig, source: Path) -> None:
-    """Validate the files an experiment points at and their consistency with it."""
+def check_references(config: ExperimentConfig, source: Path) -> ReadInputs:
+    """Validate the files an experiment points at and their consistency with it; the parsed
+    files."""
     agent_types = _field(source, "agent_types",
                          lambda: load_agent_types(config.resolve_path(config.agent_types)))
     check_combinations(config, source, agent_types)
-    _field(source, "damage.table",
-           lambda: load_damage_table(config.resolve_path(config.damage.table)))
+    damage_table = _field(source, "damage.table",
+                          lambda: load_damage_table(config.resolve_path(config.damage.table)))
     if config.population.file is not None:
         frame = _field(source, "population.file", lambda: read_population_csv(
             config.resolve_path(config.population.file)))
@@ -260,17 +288,19 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
         check_fixed_schedule(config, source, pop_zones)
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
+    institutions = None
     if config.institutions is not None:
-        check_institutions(config, source)
+        institutions = check_institutions(config, source)
     if config.cohort.enabled and config.decision.maker != "llm":
         raise ConfigError(f"{source}: field 'cohort.enabled': cohort mode groups the LLM's "
                           f"conversations; decision.maker is {config.decision.maker!r}")
-    check_input_files(config, source)
+    check_input_files(config, source, agent_types)
     # the population was counted above: the cost estimate need not read the CSV again
     check_run_limits(config, source, households=len(frame) if config.population.file else None)
+    return ReadInputs(agent_types, damage_table, institutions)
 
 
-def check_institutions(config: ExperimentConfig, source: Path) -> None:
+def check_institutions(config: ExperimentConfig, source: Path) -> InstitutionsDomain:
     """The institutions' domain and prompts load, an LLM maker has an ``llm:`` section, and no
     policy change sets what an institution decides each year."""
     inst = config.institutions
@@ -285,7 +315,7 @@ def check_institutions(config: ExperimentConfig, source: Path) -> None:
         _field(source, "institutions.prompts", lambda: load_templates(
             config.resolve_path(inst.prompts), INSTITUTION_TEMPLATES,
             INSTITUTION_TEMPLATE_EXTRAS, setting="institutions.prompts"))
-    decided = {lever.setting: name for name in ("government", "insurer")
+    decided = {lever.setting: name for name in INSTITUTIONS
                for lever in domain.of(name).levers.values()}
     sections = {s: getattr(config, s.split(".")[0]) for s in decided}
     starts = {s: float(v) for s, section in sections.items() if section is not None
@@ -302,6 +332,7 @@ def check_institutions(config: ExperimentConfig, source: Path) -> None:
                 f"{source}: field 'policy_change.settings': {key!r} is set each year by the "
                 f"{decided[key]} (institutions.{decided[key]}); change the {decided[key]}'s "
                 "settings or rules instead")
+    return domain
 
 
 def _field(source: Path, field: str, read: typing.Callable[[], Any]) -> Any:
@@ -326,7 +357,8 @@ def _readable(source: Path, field: str, path: Path, what: str, kind: type | None
     return data
 
 
-def check_input_files(config: ExperimentConfig, source: Path) -> None:
+def check_input_files(config: ExperimentConfig, source: Path,
+                      domain: AgentTypesConfig) -> None:
     """Every file the experiment will read exists, is a regular UTF-8 file of sane size, and
     parses, so that a run never stops halfway on a missing or broken input."""
     llm = config.decision.maker == "llm"
@@ -354,19 +386,25 @@ def check_input_files(config: ExperimentConfig, source: Path) -> None:
     institutions_llm = config.institutions is not None and bool(config.institutions.llm_makers)
     if (llm or institutions_llm) and config.llm is not None:  # the model and script they use
         check_llm_files(config, source)
+    actions, domain_file = list(domain.actions), config.resolve_path(config.agent_types)
     if llm and config.validity.gate != "off":
         battery = config.resolve_path(config.validity.battery_dir)
-        for name in BATTERY_FILES:
-            _readable(source, "validity.battery_dir", battery / name, "validity battery file",
-                      dict)
+        files = {name: _readable(source, "validity.battery_dir", battery / name,
+                                 "validity battery file", dict) for name in BATTERY_FILES}
+        synonyms = files["vignettes.yaml"].get("synonyms")
+        if isinstance(synonyms, dict):
+            check_action_ids({"synonyms": synonyms}, actions, battery / "vignettes.yaml",
+                             domain_file)
     if llm and config.rag.enabled:
         docs = config.resolve_path(config.rag.knowledge_dir)
         if not docs.is_dir():
             raise ConfigError(f"{source}: field 'rag.knowledge_dir': {docs} is not a directory")
         for doc in sorted(docs.glob("*.md")):
             _readable(source, "rag.knowledge_dir", doc, "knowledge document", None)
-        topics = config.rag.topics_file or config.rag.knowledge_dir / "rag_topics.yaml"
-        _readable(source, "rag.topics_file", config.resolve_path(topics), "rag topics file", dict)
+        topics = config.resolve_path(config.rag.topics_file
+                                     or config.rag.knowledge_dir / "rag_topics.yaml")
+        parsed = _field(source, "rag.topics_file", lambda: load_topics(topics))
+        check_action_ids(parsed.action_ids(), actions, topics, domain_file)
 
 
 #: First bytes of a GGUF model file and of an SQLite database (their format specifications).

@@ -214,6 +214,13 @@ def situation_path_problem(path: str) -> str | None:
     return None
 
 
+def action_in_path(path: str) -> str | None:
+    """The action id a path names a part of (``action_costs_usd.<action>``,
+    ``affordable.<action>``), else None."""
+    head, dot, key = path.partition(".")
+    return key if dot and head in ("action_costs_usd", "affordable") else None
+
+
 def situation_value(situation: HouseholdSituation, path: str) -> Any:
     """The part of ``situation`` that ``path`` names (``situation_path_problem``), or
     ``MISSING`` where a mapping has no such key."""

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from governed_broker.config.base import ConfigError
+from governed_broker.config.knowledge import Topic, TopicsFile, load_topics
 from governed_broker.contracts.decision import HouseholdSituation
 from governed_broker.llm.base import LLMBackend
 from governed_broker.rag.chunking import Chunk, load_chunks
 from governed_broker.rag.expansion import Expansion, QueryExpander
 from governed_broker.rag.fusion import reciprocal_rank_fusion
-from governed_broker.rag.topics import Topic, TopicsFile, load_topics
 
 if TYPE_CHECKING:  # pragma: no cover
     from governed_broker.config.broker import RAGConfig

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from governed_broker.config.base import ConfigError
-from governed_broker.config.damage import DamageTable, load_damage_table
+from governed_broker.config.damage import DamageTable
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import fixed_events, hazard_with_paths
 from governed_broker.config.resolved import ResolvedExperiment
@@ -44,8 +44,7 @@ class SituationBuilder:
     def __init__(self, experiment: ResolvedExperiment, seed: int) -> None:
         self.config: ExperimentConfig = experiment.config.model_copy(update={"seed": seed})
         self.domain = experiment.domain
-        self.damage_table: DamageTable = load_damage_table(
-            self.config.resolve_path(self.config.damage.table))
+        self.damage_table: DamageTable = experiment.damage_table
         self._zones: dict[str, Hazard] = {}
         self._recalled: dict[str, dict[str, Any] | None] = {}
 

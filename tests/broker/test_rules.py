@@ -107,7 +107,7 @@ def test_condition_language_state_tests():
         rule(id="member", when={"state": {"flood_zone": ["high", "medium"]}}),
         rule(id="num", when={"state": {"savings_usd": {"ge": 1000, "lt": 5000}}}),
         rule(id="dotted", when={"state": {"neighbour_shares.elevated": {"gt": 0.5}}}),
-        rule(id="missing_key", when={"state": {"action_costs_usd.grant": True}}),
+        rule(id="missing_key", when={"state": {"neighbour_shares.grant": True}}),
         rule(id="labels", when={"threat": ["H"], "coping": ["VL", "L"]}),
         rule(id="afford", when={"affordable": False}),
     ]})

@@ -20,13 +20,15 @@ from pathlib import Path
 from string import Template
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from governed_broker.config.base import ConfigError, StrictModel, excerpt
+from governed_broker.config.base import ConfigError, StrictModel
+from governed_broker.config.validation import validate_model
 from governed_broker.config.yamlsafe import read_yaml
 from governed_broker.contracts.decision import (
     MISSING,
     HouseholdSituation,
+    action_in_path,
     situation_path_problem,
     situation_value,
 )
@@ -76,6 +78,14 @@ class TopicCondition(StrictModel):
         if (self.other is None) == ("value" not in self.model_fields_set):
             raise ValueError("give exactly one of `value` (a constant) or `other` (a field)")
         return self
+
+    def action_ids(self) -> list[str]:
+        """The action ids the condition names: the value an ``allowed_actions`` condition
+        looks for, and the actions whose cost or affordability it reads."""
+        named = [a for a in map(action_in_path, (self.field, self.other or "")) if a]
+        if self.field == "allowed_actions" and self.op == "contains" and self.other is None:
+            named.append(str(self.value))
+        return named
 
     def holds(self, situation: HouseholdSituation) -> bool:
         """Whether the condition is true for ``situation`` (false when a value is missing)."""
@@ -172,6 +182,11 @@ class TopicsFile(StrictModel):
             raise ValueError(f"duplicate topic ids: {duplicates}")
         return self
 
+    def action_ids(self) -> dict[str, list[str]]:
+        """Per topic (``topic '<id>'``), the action ids its conditions name."""
+        return {f"topic {t.id!r}": [a for clause in t.when for c in clause for a in c.action_ids()]
+                for t in self.topics}
+
     def matching(self, situation: HouseholdSituation) -> list[Topic]:
         """Topics touched by ``situation``, in file order."""
         return [t for t in self.topics if t.matches(situation)]
@@ -189,12 +204,4 @@ def load_topics(path: Path) -> TopicsFile:
         raise ConfigError(
             f"{path}: rag topics file not found; set rag.topics_file or add rag_topics.yaml to "
             "rag.knowledge_dir")
-    data = read_yaml(path, "rag topics file")
-    try:
-        return TopicsFile.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']} (got {excerpt(e.get('input'))})"
-            for e in exc.errors()
-        )
-        raise ConfigError(f"{path}: {problems}") from exc
+    return validate_model(TopicsFile, read_yaml(path, "rag topics file"), path)
