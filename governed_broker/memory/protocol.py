@@ -20,9 +20,8 @@ class MemoryEngine(Protocol):
     """One household's memory engine.
 
     Construction: ``make_engine`` builds the class registered under ``memory.engine`` as
-    ``klass(**engine_kwargs(params), rng=rng, agent_id=agent_id)``: every parameter of the
-    ``memory:`` section (after ``memory.overrides``) as a keyword argument (see
-    ``governed_broker.memory.engine.engine_kwargs``), the household's seeded
+    ``klass(params, rng=rng, agent_id=agent_id)``: the ``memory:`` section (after
+    ``memory.overrides``) whole, a ``config.memory.MemoryParams``, the household's seeded
     ``numpy.random.Generator`` (``child_rng(seed, "agent", agent_id, "memory")``) and its id.
     A checkpoint is restored with ``klass.from_state(engine.state())``, ``klass`` looked up by
     ``state["variant"]`` (so ``variant`` must be the engine's ``MEMORY_ENGINES`` name). An

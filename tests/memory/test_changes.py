@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from governed_broker.config.loader import load_agent_types
-from governed_broker.config.memory import MemoryConfig
+from governed_broker.config.memory import MemoryConfig, MemoryParams
 from governed_broker.memory import (
     HouseholdMemory,
     HumanCentricMemoryEngine,
@@ -104,8 +104,9 @@ def test_a_household_without_news_reports_nothing(graph) -> None:
 def test_fidelity_refresh_visits_only_what_can_change_and_matches_the_rule() -> None:
     """Every long-term item's fidelity equals the rule's at its age, every year, although a
     refresh skips items that are already gist."""
-    e = HumanCentricMemoryEngine(rng=np.random.default_rng(0), agent_id=1,
-                                 fidelity_detailed_years=1, fidelity_summary_years=3)
+    e = HumanCentricMemoryEngine(
+        MemoryParams(fidelity_detailed_years=1, fidelity_summary_years=3),
+        rng=np.random.default_rng(0), agent_id=1)
     rng = np.random.default_rng(1)
     for year in range(1, 60):
         for _ in range(3):
@@ -143,8 +144,8 @@ def test_engine_changes_carry_undrained_and_working_items() -> None:
     """Between consolidations an engine holds working items and items not yet drained to the
     store; its changes carry them, sharing objects as the original does."""
     for klass in (HumanCentricMemoryEngine, WindowMemoryEngine):
-        a = klass(rng=np.random.default_rng(2), agent_id=4, window_size=2)
-        b = klass(rng=np.random.default_rng(99), agent_id=4, window_size=2)
+        a = klass(MemoryParams(window_size=2), rng=np.random.default_rng(2), agent_id=4)
+        b = klass(MemoryParams(window_size=2), rng=np.random.default_rng(99), agent_id=4)
         for text in ("My home flooded", "Sunny day.", "The neighbours left."):  # one evicted
             a.add(text, 1)
         a.add_insight("Floods happen.", 1)
