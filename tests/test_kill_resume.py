@@ -200,7 +200,7 @@ _KILL_AT = textwrap.dedent("""
 
     runner.FloodModel.step, os.replace, shutil.rmtree = step, replace, rmtree
     if point == "markdown":
-        import governed_broker.memory.household as household
+        import governed_broker.sim.household_memory as household
         real_export, written = household.export_markdown, []
 
         def export(*a, **k):

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from governed_broker.contracts.decision import Heuristic, ReflectionTarget
-from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
 from governed_broker.memory.semantic import SemanticMemory
 from governed_broker.memory.texts import MemoryTexts
+from governed_broker.sim.household_memory import HouseholdMemory, RunMemoryWriter
 from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.year_state import YearState
 
@@ -96,7 +96,8 @@ class WorldMemory:
                                 insured=bool(state.insured_before[j]),
                                 elevated=bool(state.elevated_before[j]))
             else:
-                hm.record_no_flood(year)
+                hm.record_no_flood(year, insured=bool(state.insured_before[j]),
+                                   elevated=bool(state.elevated_before[j]))
 
     def perceive(self, year: int, idx: np.ndarray, shares: dict[str, np.ndarray],
                  allowed: Sequence[tuple[str, ...]]) -> list[dict[str, Any]]:

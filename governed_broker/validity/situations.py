@@ -120,7 +120,7 @@ class SituationBuilder:
                 memory.record_flood(year, depth, damage, payout, insured=spec.insured,
                                     elevated=spec.elevated)
             else:
-                memory.record_no_flood(year)
+                memory.record_no_flood(year, insured=spec.insured, elevated=spec.elevated)
             if year == spec.year:
                 break
             memory.record_neighbours(year, shares)

@@ -12,7 +12,6 @@ import pytest
 from governed_broker.config.loader import load_agent_types
 from governed_broker.config.memory import MemoryConfig, MemoryParams
 from governed_broker.memory import (
-    HouseholdMemory,
     HumanCentricMemoryEngine,
     SemanticMemory,
     WindowMemoryEngine,
@@ -21,6 +20,7 @@ from governed_broker.memory import (
 from governed_broker.memory.item import ITEM_FIELDS, MemoryItem
 from governed_broker.memory.semantic import DEFAULT_CONCEPTS
 from governed_broker.memory.texts import MemoryTexts
+from governed_broker.sim.household_memory import HouseholdMemory
 
 REPO = Path(__file__).resolve().parents[2]
 TEXTS = MemoryTexts.from_file(REPO / "configs" / "prompts" / "memory.yaml")
@@ -46,7 +46,7 @@ def live_year(hm: HouseholdMemory, year: int, rng: np.random.Generator) -> None:
                         float(rng.uniform(0, 20_000)), insured=bool(rng.random() < 0.5),
                         elevated=bool(rng.random() < 0.2))
     else:
-        hm.record_no_flood(year)
+        hm.record_no_flood(year, insured=hm.insured, elevated=hm.elevated)
     hm.record_neighbours(year, {"insured": float(rng.random()), "elevated": 0.1,
                                 "relocated": 0.0})
     hm.retrieve(year)
@@ -98,7 +98,7 @@ def test_a_household_without_news_reports_nothing(graph) -> None:
     assert hm.changes() is not None  # its starting status, once
     assert hm.changes() is None
     hm.set_status(insured=True, elevated=False)
-    assert hm.changes() == {"own": [True, False, False, True, None, None]}
+    assert hm.changes() == {"own": [True, False, False, None, None]}
 
 
 def test_fidelity_refresh_visits_only_what_can_change_and_matches_the_rule() -> None:

@@ -1,7 +1,9 @@
-"""The world's view of memory: one ``HouseholdMemory`` per household, one writer per run.
+"""The flood world's adapter of memory: one ``HouseholdMemory`` per household, one writer per
+run (``RunMemoryWriter``).
 
 The world calls, each year and in this order: ``record_flood`` or ``record_no_flood``
-(impacts), ``record_neighbours`` (what the household saw last year), ``retrieve`` (memories
+(impacts, with the cover and elevation in force: the world's insurance timing, never a copy of
+it), ``record_neighbours`` (what the household saw last year), ``retrieve`` (memories
 for the decision), ``record_decision`` (after execution) and ``end_year`` (consolidation).
 Memory texts are plain first-person sentences from ``memory.texts_file``
 (``configs/prompts/memory.yaml``, rendered by ``memory.texts.MemoryTexts``), so the keyword
@@ -74,7 +76,6 @@ class HouseholdMemory:
         self.insured = False  # coverage in force this year
         self.elevated = False
         self.flooded_this_year = False
-        self._insured_next = False  # a policy bought this year covers next year
         self._pending: dict[str, Any] | None = None  # last decision awaiting its outcome
         self._reported: list[Any] | None = None  # own fields as ``changes()`` last gave them
 
@@ -97,8 +98,7 @@ class HouseholdMemory:
 
     def set_status(self, *, insured: bool, elevated: bool) -> None:
         """Protection in force at the start (initial population) or after a restore."""
-        self.insured = self._insured_next = bool(insured)
-        self.elevated = bool(elevated)
+        self.insured, self.elevated = bool(insured), bool(elevated)
 
     # ----------------------------------------------------------------------------- impacts
     def record_flood(self, year: int, depth_m: float, damage_usd: float, payout_usd: float,
@@ -121,10 +121,10 @@ class HouseholdMemory:
                     damage_avoided_usd=damage_avoided_usd)
         return item
 
-    def record_no_flood(self, year: int) -> MemoryItem:
-        """No flood reached the home this year (a routine memory, category given)."""
-        self.flooded_this_year = False
-        self.insured = self._insured_next
+    def record_no_flood(self, year: int, *, insured: bool, elevated: bool) -> MemoryItem:
+        """No flood reached the home this year (a routine memory, category given), with the
+        cover and elevation in force."""
+        self.insured, self.elevated, self.flooded_this_year = bool(insured), bool(elevated), False
         text, gist = self.texts.quiet_year(year)
         item = self.engine.add(text, year, kind="observation", emotion="routine",
                                metadata={"gist": gist})
@@ -196,9 +196,6 @@ class HouseholdMemory:
             (a for a, e in self.action_effects.items() if e == NO_EFFECT), action)
         self.metacognition.record_choice(action, executed=executed, cost_usd=cost_usd)
         self._pending = {"year": year, "action": done, "situation": situation}
-        if executed and effect.elevates:
-            self.elevated = True
-        self._insured_next = executed and effect.insures
         return item
 
     def _traits(self, action: str) -> EffectTraits:
@@ -233,13 +230,12 @@ class HouseholdMemory:
             "semantic_learned": None if self.semantic is None else self.semantic.learned_state(),
             "action_effects": self.action_effects, "insured": self.insured,
             "elevated": self.elevated, "flooded_this_year": self.flooded_this_year,
-            "insured_next": self._insured_next,
             "pending": self._pending, "forget_policy": self.forget_policy,
         }
 
     def _own(self) -> list[Any]:
-        return [self.insured, self.elevated, self.flooded_this_year, self._insured_next,
-                self._pending, self.forget_policy]
+        return [self.insured, self.elevated, self.flooded_this_year, self._pending,
+                self.forget_policy]
 
     def changes(self) -> dict[str, Any] | None:
         """What changed since the last call (or since it was built), JSON-serialisable; None
@@ -277,10 +273,12 @@ class HouseholdMemory:
             if name in changes:
                 getattr(self, name).apply_changes(changes[name])
         if "own" in changes:
-            own = changes["own"]
-            self._reported = list(own)
-            (self.insured, self.elevated, self.flooded_this_year, self._insured_next,
-             self._pending, self.forget_policy) = own
+            own = list(changes["own"])
+            if len(own) == 6:  # logged before the world passed the cover in force each year
+                del own[3]
+            self._reported = own
+            (self.insured, self.elevated, self.flooded_this_year, self._pending,
+             self.forget_policy) = own
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], *, texts: MemoryTexts,
@@ -298,7 +296,6 @@ class HouseholdMemory:
                  action_effects=state["action_effects"], texts=texts)
         hm.insured, hm.elevated = state["insured"], state["elevated"]
         hm.flooded_this_year = state["flooded_this_year"]
-        hm._insured_next = state["insured_next"]
         hm._pending = state["pending"]
         hm.forget_policy = state["forget_policy"]
         return hm
