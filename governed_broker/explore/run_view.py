@@ -145,11 +145,6 @@ class RunView:
         years = self.manifest.get("years") or (self.config or {}).get("years")
         return int(years) if years is not None else None
 
-    @property
-    def has_audit(self) -> bool:
-        """Whether the run has a broker audit (LLM decisions)."""
-        return bool(self.decisions)
-
     def household_ids(self) -> list[int]:
         """Every household of the run, in id order."""
         return sorted(int(a) for a in self.agents["agent_id"].unique())

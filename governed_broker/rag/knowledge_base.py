@@ -266,10 +266,6 @@ class KnowledgeBase:
         """Chunks for a free-text query, best first."""
         return list(self.retrieve(query, top_k).chunks)
 
-    async def asearch(self, query: str, top_k: int | None = None) -> list[Chunk]:
-        """Async ``search``."""
-        return list((await self.aretrieve(query, top_k)).chunks)
-
     # ------------------------------------------------------------------ situations
     def _fired(self, situation: HouseholdSituation) -> list[Topic]:
         if self.topics is None:
@@ -278,10 +274,6 @@ class KnowledgeBase:
                 f"add {TOPICS_FILE_NAME} to the knowledge directory or set rag.topics_file"
             )
         return self.topics.matching(situation)
-
-    def topics_for(self, situation: HouseholdSituation) -> list[str]:
-        """Ids of the policy topics the situation touches (file order)."""
-        return [t.id for t in self._fired(situation)]
 
     def _combine(
         self, fired: Sequence[Topic], queries: Sequence[str], expansions: Sequence[Expansion]

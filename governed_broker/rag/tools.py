@@ -145,18 +145,6 @@ class RAGTool(_Tool):
             return _error(action, parsed)
         return self._reply(action, args, self.kb.retrieve(*parsed))
 
-    async def arun(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Async ``run`` (needed inside an event loop when MQE/HyDE are on)."""
-        checked = self._check(params)
-        if isinstance(checked, dict):
-            return checked
-        action, args = checked
-        if action != "search":
-            return self._reply(action, args)
-        parsed = self._search_args(args)
-        if isinstance(parsed, str):
-            return _error(action, parsed)
-        return self._reply(action, args, await self.kb.aretrieve(*parsed))
 
 
 class MemoryTool(_Tool):

@@ -140,20 +140,3 @@ def _bernoulli_by_zone(rng, shares, zone: np.ndarray, is_owner: np.ndarray) -> n
         p[in_zone & is_owner] = by_tenure.owner
         p[in_zone & ~is_owner] = by_tenure.renter
     return rng.random(len(zone)) < p
-
-
-def population_to_csv_text(pop: Population, comment: str) -> str:
-    """Render a population as a CSV (with ``#`` comment lines) readable by ``load_population``."""
-    lines = [f"# {line}" for line in comment.splitlines()]
-    lines.append(
-        "tenure,flood_zone,income_usd,savings_usd,structure_value_usd,contents_value_usd,"
-        "elevated,insured,trust_insurance,trust_neighbours"
-    )
-    for i in range(pop.size):
-        lines.append(
-            f"{'owner' if pop.is_owner[i] else 'renter'},{pop.zone[i]},{pop.income_usd[i]:.2f},"
-            f"{pop.savings_usd[i]:.2f},{pop.structure_value_usd[i]:.2f},"
-            f"{pop.contents_value_usd[i]:.2f},{bool(pop.elevated[i])},{bool(pop.insured[i])},"
-            f"{pop.trust_insurance[i]:.4f},{pop.trust_neighbours[i]:.4f}"
-        )
-    return "\n".join(lines) + "\n"
