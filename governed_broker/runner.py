@@ -112,8 +112,10 @@ def build_decision_maker(experiment: ResolvedExperiment, run_dir: Path) -> Decis
 
 def build_institution_makers(experiment: ResolvedExperiment, run_dir: Path,
                              household_maker: DecisionMaker) -> dict[str, InstitutionMaker]:
-    """The LLM makers of the institutions an LLM decides for (none: rule makers only, which
-    the world builds itself)."""
+    """The LLM makers of the institutions an LLM decides for.
+
+    None: rule makers only, which the world builds itself.
+    """
     inst = experiment.config.institutions
     if inst is None or not inst.llm_makers:
         return {}
@@ -263,8 +265,10 @@ def _publish(work: Path, out_dir: Path) -> None:
 
 
 def _finished_manifest(work: Path, chash: str, overwrite: bool) -> dict[str, Any] | None:
-    """The manifest of a finished run in ``work`` that was never moved into place (None: the
-    run in ``work``, if any, has not finished)."""
+    """The manifest of a finished run in ``work`` that was never moved into place.
+
+    None: the run in ``work``, if any, has not finished.
+    """
     if not (work / "manifest.json").is_file():
         return None
     require_own_run(work, finished=True, action="resume")
@@ -281,9 +285,12 @@ def _finished_manifest(work: Path, chash: str, overwrite: bool) -> dict[str, Any
 
 def _resumable(work: Path, chash: str,
                overwrite: bool) -> tuple[Checkpoint, Verified] | tuple[None, None]:
-    """The verified checkpoint to resume from in ``work`` ((None, None): start afresh, ``work``
-    removed). With ``overwrite``, an unfinished run of another configuration or with a
-    checkpoint that fails verification is discarded; without, either is an error."""
+    """The verified checkpoint to resume from in ``work``.
+
+    ``(None, None)``: start afresh, ``work`` removed. With ``overwrite``, an unfinished run of
+    another configuration or with a checkpoint that fails verification is discarded; without, either
+    is an error.
+    """
     if not work.exists():
         return None, None
     require_own_run(work, finished=False, action="resume")
@@ -309,8 +316,10 @@ def _simulate(
     ckpt: Checkpoint | None, verified: Verified | None, progress: bool,
     institution_makers: Mapping[str, InstitutionMaker] | None = None,
 ) -> tuple[FloodModel, int]:
-    """The run's world, simulated to its last year (the caller releases it once read), and
-    the number of agent rows written."""
+    """The run's world, simulated to its last year (the caller releases it once read).
+
+    And the number of agent rows written.
+    """
     config = experiment.config
     model = FloodModel(experiment, maker, run_dir=work, institution_makers=institution_makers)
     try:
@@ -327,8 +336,10 @@ def _simulate(
 
 def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
            ckpt: Checkpoint | None, verified: Verified | None, progress: bool) -> int:
-    """Simulate the years still to run, writing each year's rows and checkpoint; the number
-    of agent rows written in all."""
+    """Simulate the years still to run, writing each year's rows and checkpoint.
+
+    The number of agent rows written in all.
+    """
     from tqdm import tqdm
 
     config = experiment.config

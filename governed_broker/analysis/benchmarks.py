@@ -218,8 +218,11 @@ def _annual_lapse(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
 
 
 def _zone_policies(agents: pd.DataFrame) -> pd.DataFrame:
-    """Per zone and year: policies in force (``before``), policies for next year held by the
-    households that stay (``after``) and whether a flood reached a home of the zone."""
+    """Per zone and year: policies in force (``before``).
+
+    Policies for next year held by the households that stay (``after``) and whether a flood reached
+    a home of the zone.
+    """
     stay = ~agents["relocated_after"].astype(bool)
     frame = pd.DataFrame({
         "year": agents["year"].astype(int), "zone": agents["flood_zone"],
@@ -480,8 +483,9 @@ def fit_replicates(tables: list[pd.DataFrame], bench: BenchmarkSet | None = None
 def paired_fit_difference(tables: Sequence[pd.DataFrame], others: Sequence[pd.DataFrame],
                           bench: BenchmarkSet | None = None,
                           confidence: float = 0.95) -> pd.DataFrame:
-    """Seed-by-seed difference between the fits of two experiments (``tables[i]`` minus
-    ``others[i]``).
+    """Seed-by-seed difference between the fits of two experiments.
+
+    ``tables[i]`` minus ``others[i]``.
 
     Runs of two arms with the same seed share their population and floods, so the difference
     of each pair removes what the seed decides; its interval is far narrower than comparing two

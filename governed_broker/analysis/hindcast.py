@@ -1,5 +1,6 @@
-"""Scoring runs against an observed yearly series (a hindcast): take-up by year, the
-post-flood spike and its decay, policy tenure.
+"""Scoring runs against an observed yearly series (a hindcast).
+
+Take-up by year, the post-flood spike and its decay, policy tenure.
 
 The targets file (``configs/hindcast/passaic.yaml``) declares the observed policies in force
 per calendar year and zone with their denominators, the basin's flood years, and ranges for
@@ -129,8 +130,10 @@ HINDCAST_COLUMNS = ("year", "agent_id", "flood_zone", "insured_before")
 
 
 def read_hindcast_agents(path: Path | str) -> pd.DataFrame:
-    """The columns of an ``agents_yearly.csv`` the hindcast measures need (fast: a
-    calibration reads one table per run)."""
+    """The columns of an ``agents_yearly.csv`` the hindcast measures need.
+
+    Fast: a calibration reads one table per run.
+    """
     path = Path(path)
     if not path.is_file():
         raise AnalysisInputError(f"{path}: file not found")
@@ -177,8 +180,10 @@ def spike_after(all_takeup: pd.Series, flood: int) -> float:
 
 
 def half_life_after(all_takeup: pd.Series, flood: int, until: int | None) -> float:
-    """Years after the post-flood peak until the excess take-up has halved (NaN: no positive
-    peak, or not halved before ``until`` / the end)."""
+    """Years after the post-flood peak until the excess take-up has halved.
+
+    NaN: no positive peak, or not halved before ``until`` / the end.
+    """
     if flood not in all_takeup.index:
         return math.nan
     end = max(all_takeup.index) if until is None else until - 1
@@ -197,8 +202,10 @@ def half_life_after(all_takeup: pd.Series, flood: int, until: int | None) -> flo
 
 
 def tenure_median(agents: pd.DataFrame) -> float:
-    """Kaplan-Meier median years in force of policies started during the run (NaN when the
-    survival curve never falls to one half)."""
+    """Kaplan-Meier median years in force of policies started during the run.
+
+    NaN when the survival curve never falls to one half.
+    """
     years = sorted(agents["year"].unique())
     ids = np.sort(agents["agent_id"].unique())
     pos = np.searchsorted(ids, agents["agent_id"].to_numpy())
@@ -367,9 +374,12 @@ def score_runs(agent_tables: Sequence[pd.DataFrame], targets: HindcastTargets) -
 
 def plot_hindcast(ensembles: dict[str, Sequence[RunMeasures]], targets: HindcastTargets,
                   title: str = "Observed vs simulated take-up"):
-    """One panel per series: observed take-up (black points; the initial year hollow) and,
-    per labelled ensemble, the mean over its runs (line) and their range (band); the flood
-    years as dashed lines. Returns the matplotlib figure."""
+    """One panel per series.
+
+    Observed take-up (black points; the initial year hollow) and, per labelled ensemble, the mean
+    over its runs (line) and their range (band); the flood years as dashed lines. Returns the
+    matplotlib figure.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -226,8 +226,10 @@ def read_institutions_table(path: Path | str) -> pd.DataFrame:
 
 
 def type_institutions_table(frame: pd.DataFrame, source: str) -> pd.DataFrame:
-    """An ``institutions_yearly.csv`` read as text, typed by the column table and sorted by
-    year (``source`` names the file in errors)."""
+    """An ``institutions_yearly.csv`` read as text, typed by the column table and sorted by year.
+
+    ``source`` names the file in errors.
+    """
     frame = coerce_columns(frame, INSTITUTION_COLUMNS, source, NULLABLE_INSTITUTION_COLUMNS)
     return frame.sort_values("year", kind="stable").reset_index(drop=True)
 
@@ -359,8 +361,11 @@ SWEEP_BOOKKEEPING_COLUMNS = frozenset(
 
 
 def _sweep_parameters(runs: pd.DataFrame) -> list[str]:
-    """Swept parameter columns: the ``param.<path>`` columns that ``governed-broker sweep``
-    writes; in a table without them, every column that is not bookkeeping."""
+    """Swept parameter columns.
+
+    The ``param.<path>`` columns that ``governed-broker sweep`` writes; in a table without them,
+    every column that is not bookkeeping.
+    """
     prefixed = [c for c in runs.columns if c.startswith("param.")]
     if prefixed:
         return prefixed
@@ -368,8 +373,10 @@ def _sweep_parameters(runs: pd.DataFrame) -> list[str]:
 
 
 def _sweep_domain(sweep_dir: Path, runs: pd.DataFrame) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The domain (actions and appraisal scale) of a sweep's runs, from their manifests; all runs
-    must share it."""
+    """The domain (actions and appraisal scale) of a sweep's runs, from their manifests.
+
+    All runs must share it.
+    """
     found: tuple[dict[str, str], tuple[str, ...]] | None = None
     for run_dir in runs.get("run_dir", pd.Series(dtype=str)).dropna().astype(str):
         manifest_path = sweep_dir / run_dir / MANIFEST_FILE  # an absolute run_dir stays so

@@ -29,8 +29,10 @@ from governed_broker.seeding import child_seed
 
 @dataclass(frozen=True)
 class RequestSettings:
-    """Sampling settings of decision requests (the ``llm:`` section over the model's
-    catalogue defaults: ``llm.sampling.resolve_sampling``)."""
+    """Sampling settings of decision requests.
+
+    The ``llm:`` section over the model's catalogue defaults: ``llm.sampling.resolve_sampling``.
+    """
 
     sampling: Sampling = Sampling()
     max_tokens: int = 256
@@ -55,19 +57,31 @@ class Reading:
 
 
 class Decider(Protocol):
-    """What a conversation needs of the one deciding: how to read a reply, which rules a
-    proposal breaks, the feedback of a re-ask, and the status of a proposal still breaking a
-    rule when the re-asks are spent."""
+    """What a conversation needs of the one deciding.
 
-    def read(self, response: LLMResponse) -> Reading: ...
+    How to read a reply, which rules a proposal breaks, the feedback of a re-ask, and the status of
+    a proposal still breaking a rule when the re-asks are spent.
+    """
 
-    def check(self, value: Any) -> list[RuleOutcome]: ...
+    def read(self, response: LLMResponse) -> Reading:
+        """What the reply proposes, or why it cannot be read."""
+        ...
 
-    def feedback_format(self, error: str) -> str: ...
+    def check(self, value: Any) -> list[RuleOutcome]:
+        """The rules evaluated on a readable proposal."""
+        ...
 
-    def feedback_governance(self, issues: Sequence[tuple[str, str]]) -> str: ...
+    def feedback_format(self, error: str) -> str:
+        """The re-ask after an unreadable reply."""
+        ...
 
-    def exhausted(self, errors: Sequence[RuleOutcome]) -> str: ...
+    def feedback_governance(self, issues: Sequence[tuple[str, str]]) -> str:
+        """The re-ask after broken rules: ``(rule id, message)`` pairs."""
+        ...
+
+    def exhausted(self, errors: Sequence[RuleOutcome]) -> str:
+        """The status of a proposal still breaking ``errors`` when the re-asks are spent."""
+        ...
 
 
 @dataclass
@@ -138,8 +152,10 @@ class Conversation:
 
 async def converse(conv: Conversation, decider: Decider, backend: LLMBackend,
                    request: RequestSettings, budgets: GovernanceConfig, seed: int) -> str:
-    """Ask until a proposal is approved or a budget is exhausted; returns the status (module
-    documentation)."""
+    """Ask until a proposal is approved or a budget is exhausted.
+
+    Returns the status (module documentation).
+    """
     while True:
         attempt = len(conv.attempts)
         request_seed = child_seed(seed, *conv.seed_path, attempt)

@@ -113,8 +113,10 @@ class GovernedBroker:
 
     @property
     def loop(self) -> LoopThread:
-        """The event loop the backend's requests run on (the institutions' LLM makers share
-        it with the backend)."""
+        """The event loop the backend's requests run on.
+
+        The institutions' LLM makers share it with the backend.
+        """
         return self._loop
 
     # -- DecisionMaker API ------------------------------------------------------------------
@@ -133,8 +135,10 @@ class GovernedBroker:
             self.backend.flush()
 
     def provenance(self) -> dict[str, Any]:
-        """The model's identity and this process's call and cache statistics (and the
-        knowledge base's statistics when there is one), for the manifest."""
+        """The model's identity and this process's call and cache statistics, for the manifest.
+
+        And the knowledge base's statistics when there is one.
+        """
         info = {"backend": self.backend.describe(),
                 "sampling": asdict(self.request.sampling),
                 "stats": self.backend.stats()}

@@ -111,8 +111,11 @@ class InstitutionBroker:
         return decision
 
     def provenance(self) -> dict[str, Any]:
-        """The model's identity and sampling (call and cache statistics: the run's ``llm``
-        entry when the households' broker shares the backend)."""
+        """The model's identity and sampling.
+
+        Call and cache statistics: the run's ``llm`` entry when the households' broker shares the
+        backend.
+        """
         info = {"backend": self.backend.describe(), "sampling": asdict(self.request.sampling),
                 "profile": self.profile}
         if self.owns_backend:
@@ -165,8 +168,11 @@ class InstitutionBroker:
 
     @staticmethod
     def schema(situation: InstitutionSituation) -> dict[str, Any]:
-        """The reply's JSON schema: the assessment, a number per lever, the reason (in this
-        order, which a constrained decoder follows)."""
+        """The reply's JSON schema.
+
+        The assessment, a number per lever, the reason (in this order, which a constrained decoder
+        follows).
+        """
         text = {"type": "string", "maxLength": hard_cap(MAX_TEXT_CHARS)}
         properties = {"assessment": text, **{lever: {"type": "number"}
                                              for lever in situation.levers}, "reason": text}

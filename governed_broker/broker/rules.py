@@ -60,6 +60,9 @@ def condition_holds(rule: GovernanceRule, situation: HouseholdSituation, reply: 
     A state test on a mapping key the situation lacks does not hold.
 
     Args:
+        rule: The rule.
+        situation: The household's situation.
+        reply: The proposal (``cognition.schema.DecisionReply``: labels and decision).
         protective: Ids of the actions whose effect is protective (for ``can_protect``).
     """
     cond = rule.when

@@ -1,5 +1,6 @@
-"""History matching of a sweep against hindcast targets: which parameter points are not ruled
-out by the observed series.
+"""History matching of a sweep against hindcast targets.
+
+Which parameter points are not ruled out by the observed series.
 
 Every parameter point of the sweep (its replicate runs together) is scored with
 ``governed_broker.analysis.hindcast.score_measures``; its implausibility is the largest over

@@ -41,12 +41,16 @@ class KnowledgeRetrieval(Protocol):
 
     chunks: Sequence[KnowledgeChunk]
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> dict[str, Any]:
+        """The retrieval's account for the audit (JSON-serialisable)."""
+        ...
 
 
 class KnowledgeProvider(Protocol):
-    """What the context builder and the run's manifest need of a knowledge base
-    (``rag.KnowledgeBase`` is the shipped one)."""
+    """What the context builder and the run's manifest need of a knowledge base.
+
+    ``rag.KnowledgeBase`` is the shipped one.
+    """
 
     def chunks_for(self, situation: HouseholdSituation) -> Sequence[KnowledgeChunk]:
         """The chunks for a situation, outside an event loop."""
@@ -62,8 +66,10 @@ class KnowledgeProvider(Protocol):
 
 
 class ContextBudgetError(ConfigError):
-    """A prompt is larger than ``governance.context.token_budget`` (a configuration problem:
-    the budget, ``llm.num_ctx`` or the amount of context shown must change)."""
+    """A prompt is larger than ``governance.context.token_budget``.
+
+    A configuration problem: the budget, ``llm.num_ctx`` or the amount of context shown must change.
+    """
 
 
 @dataclass(frozen=True)
@@ -104,8 +110,11 @@ def percent(share: float) -> str:
 
 
 def share_of(amount: float, base: float) -> str:
-    """``amount`` as a whole-number percentage of ``base`` (``170%``); ``more than 100%`` when
-    there is a positive amount and no positive base (no savings left to compare with)."""
+    """``amount`` as a whole-number percentage of ``base`` (``170%``).
+
+    ``more than 100%`` when there is a positive amount and no positive base (no savings left to
+    compare with).
+    """
     if base <= 0:
         return "more than 100%" if amount > 0 else "0%"
     return f"{round(100 * amount / base):,}%"
@@ -215,8 +224,11 @@ class ContextBuilder:
 
     # -- public -----------------------------------------------------------------------------
     async def abuild(self, situation: HouseholdSituation) -> Prompt:
-        """``build`` for use inside an event loop: the knowledge search (LLM query expansion)
-        is awaited rather than blocking the loop, and its account goes into the audit."""
+        """``build`` for use inside an event loop.
+
+        The knowledge search (LLM query expansion) is awaited rather than blocking the loop, and its
+        account goes into the audit.
+        """
         if self.knowledge is None:
             return self.build(situation, chunks=[])
         found = await self.knowledge.aretrieve_for(situation)
@@ -276,8 +288,10 @@ class ContextBuilder:
         )
 
     def _schema(self, allowed: tuple[str, ...]) -> Mapping[str, Any]:
-        """The reply schema of an allowed set, one object per set (never changed: requests and
-        the JSON encoders rely on it)."""
+        """The reply schema of an allowed set, one object per set.
+
+        Never changed: requests and the JSON encoders rely on it.
+        """
         schema = self._schemas.get(allowed)
         if schema is None:
             schema = self._schemas[allowed] = decision_json_schema(

@@ -253,8 +253,10 @@ class RuleCondition(StrictModel):
 
 
 class RuleSeverity(StrictModel):
-    """Severity per governance profile: ``ERROR`` blocks and re-asks, ``WARNING`` is only
-    recorded, ``off`` is not evaluated."""
+    """Severity per governance profile.
+
+    ``ERROR`` blocks and re-asks, ``WARNING`` is only recorded, ``off`` is not evaluated.
+    """
 
     strict: Severity
     relaxed: Severity
@@ -354,8 +356,10 @@ class GovernanceRules(StrictModel):
         return self.model_copy(update={"rules": rules})
 
     def check_actions(self, action_ids: Iterable[str]) -> None:
-        """Raise ``ValueError`` if a rule names an action the domain does not have (among the
-        actions it applies to, or as the action whose cost or affordability it tests)."""
+        """Raise ``ValueError`` if a rule names an action the domain does not have.
+
+        Among the actions it applies to, or as the action whose cost or affordability it tests.
+        """
         known = set(action_ids)
         for rule in self.rules:
             named = [*rule.actions, *filter(None, map(action_in_path, rule.when.state))]

@@ -80,8 +80,11 @@ class TopicCondition(StrictModel):
         return self
 
     def action_ids(self) -> list[str]:
-        """The action ids the condition names: the value an ``allowed_actions`` condition
-        looks for, and the actions whose cost or affordability it reads."""
+        """The action ids the condition names.
+
+        The value an ``allowed_actions`` condition looks for, and the actions whose cost or
+        affordability it reads.
+        """
         named = [a for a in map(action_in_path, (self.field, self.other or "")) if a]
         if self.field == "allowed_actions" and self.op == "contains" and self.other is None:
             named.append(str(self.value))

@@ -203,8 +203,11 @@ class ReadInputs:
 
 def load_experiment(path: str | Path, overrides: Iterable[str] = (), *,
                     base_dir: str | Path | None = None) -> ExperimentConfig:
-    """The validated settings of an experiment YAML file (``load_checked`` without the
-    parsed inputs; a run loads with ``config.resolved.load_resolved`` instead)."""
+    """The validated settings of an experiment YAML file.
+
+    ``load_checked`` without the parsed inputs; a run loads with ``config.resolved.load_resolved``
+    instead.
+    """
     return load_checked(path, overrides, base_dir=base_dir)[0]
 
 
@@ -241,8 +244,10 @@ def load_checked(path: str | Path, overrides: Iterable[str] = (), *,
 
 
 def check_references(config: ExperimentConfig, source: Path) -> ReadInputs:
-    """Validate the files an experiment points at and their consistency with it; the parsed
-    files."""
+    """Validate the files an experiment points at and their consistency with it.
+
+    The parsed files.
+    """
     agent_types = _field(source, "agent_types",
                          lambda: load_agent_types(config.resolve_path(config.agent_types)))
     check_combinations(config, source, agent_types)
@@ -301,8 +306,10 @@ def check_references(config: ExperimentConfig, source: Path) -> ReadInputs:
 
 
 def check_institutions(config: ExperimentConfig, source: Path) -> InstitutionsDomain:
-    """The institutions' domain and prompts load, an LLM maker has an ``llm:`` section, and no
-    policy change sets what an institution decides each year."""
+    """The institutions' domain and prompts load, an LLM maker has an ``llm:`` section.
+
+    And no policy change sets what an institution decides each year.
+    """
     inst = config.institutions
     assert inst is not None
     domain = _field(source, "institutions.domain",
@@ -359,8 +366,10 @@ def _readable(source: Path, field: str, path: Path, what: str, kind: type | None
 
 def check_input_files(config: ExperimentConfig, source: Path,
                       domain: AgentTypesConfig) -> None:
-    """Every file the experiment will read exists, is a regular UTF-8 file of sane size, and
-    parses, so that a run never stops halfway on a missing or broken input."""
+    """Every file the experiment will read exists, is a regular UTF-8 file of sane size.
+
+    And parses, so that a run never stops halfway on a missing or broken input.
+    """
     llm = config.decision.maker == "llm"
     if config.memory.engine != "none":
         graph = _readable(source, "memory.concepts_file",
@@ -422,8 +431,11 @@ def _magic(path: Path, size: int) -> bytes:
 
 
 def check_llm_files(config: ExperimentConfig, source: Path) -> None:
-    """The LLM section's files: the scripted backend's rules, a local GGUF model and an
-    existing response cache, so that none fails after the run has started."""
+    """The LLM section's files.
+
+    The scripted backend's rules, a local GGUF model and an existing response cache, so that none
+    fails after the run has started.
+    """
     llm = config.llm
     assert llm is not None
     if llm.script is not None:
@@ -435,8 +447,11 @@ def check_llm_files(config: ExperimentConfig, source: Path) -> None:
 
 
 def _check_script(source: Path, path: Path) -> None:
-    """A scripted backend's rules: a list of ``{pattern, reply or choices, times}`` mappings
-    (``choices``: ``{weight, reply}`` mappings with positive weights, drawn by request seed)."""
+    """A scripted backend's rules.
+
+    A list of ``{pattern, reply or choices, times}`` mappings (``choices``: ``{weight, reply}``
+    mappings with positive weights, drawn by request seed).
+    """
     rules = _readable(source, "llm.script", path, "scripted-backend rules file", list)
     for index, rule in enumerate(rules):
         times = rule.get("times") if isinstance(rule, dict) else None
@@ -457,8 +472,10 @@ def _weighted(choices: Any) -> bool:
 
 
 def _check_model_file(source: Path, path: Path) -> None:
-    """A local GGUF model: a regular file with GGUF's magic number (not its size: models are
-    gigabytes, and reading one is the backend's job)."""
+    """A local GGUF model: a regular file with GGUF's magic number.
+
+    Not its size: models are gigabytes, and reading one is the backend's job.
+    """
     if not path.is_file():
         raise ConfigError(f"{source}: field 'llm.model_path': {path}: "
                           f"{'not a regular file' if path.exists() else 'file not found'}")
@@ -524,8 +541,10 @@ def check_combinations(config: ExperimentConfig, source: Path,
 
 def check_raster(config: ExperimentConfig, source: Path, pop_zones: set[str],
                  has_xy: bool) -> None:
-    """The grids cover every year of the run and share one geometry, and the homes can be
-    placed: from the population's ``x``/``y`` or by a placement rule for every zone."""
+    """The grids cover every year of the run and share one geometry, and the homes can be placed.
+
+    From the population's ``x``/``y`` or by a placement rule for every zone.
+    """
     from governed_broker.config.grids import check_grid_headers
 
     raster = config.hazard.raster
@@ -554,8 +573,11 @@ def check_raster(config: ExperimentConfig, source: Path, pop_zones: set[str],
 
 
 def check_fixed_schedule(config: ExperimentConfig, source: Path, pop_zones: set[str]) -> None:
-    """A fixed flood schedule names only population zones and each year once: a misspelt
-    zone would silently never flood, and of two entries for one year only one would count."""
+    """A fixed flood schedule names only population zones and each year once.
+
+    A misspelt zone would silently never flood, and of two entries for one year only one would
+    count.
+    """
     field = "hazard.file" if config.hazard.file is not None else "hazard.events"
     events = _field(source, field, lambda: fixed_events(config))
     unknown = sorted({z for e in events for z in e.depth_m} - pop_zones)
@@ -572,8 +594,11 @@ def check_fixed_schedule(config: ExperimentConfig, source: Path, pop_zones: set[
 
 
 def zone_names(zones: Iterable[str], most: int = 8) -> str:
-    """Zone names for a message: sorted, each a short printable excerpt, at most ``most``
-    (zones come from a population CSV or a hazard file, which may hold anything)."""
+    """Zone names for a message.
+
+    Sorted, each a short printable excerpt, at most ``most`` (zones come from a population CSV or a
+    hazard file, which may hold anything).
+    """
     names = sorted(zones)
     shown = ", ".join(excerpt(z, 40) for z in names[:most])
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
@@ -596,8 +621,10 @@ def fixed_events(config: ExperimentConfig) -> list[Any]:
 
 
 def hazard_with_paths(config: ExperimentConfig) -> Any:
-    """The ``hazard`` section with the grid path (``raster.path``) resolved against the
-    experiment's folder, for building the hazard."""
+    """The ``hazard`` section with its grid path resolved, for building the hazard.
+
+    ``raster.path`` is resolved against the experiment's folder.
+    """
     hazard = config.hazard
     if hazard.raster is None:
         return hazard
@@ -641,8 +668,10 @@ _COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ ]{0,39}")
 
 
 def _unknown_columns(extra: list[str]) -> str:
-    """Unknown column names for a message: names that look like column names (at most 5),
-    anything else counted only."""
+    """Unknown column names for a message.
+
+    Names that look like column names (at most 5), anything else counted only.
+    """
     names = [repr(c) for c in extra if _COLUMN_NAME.fullmatch(c)]
     odd = len(extra) - len(names)
     parts = names[:5] + ([f"{len(names) - 5} more"] if len(names) > 5 else [])

@@ -24,9 +24,11 @@ MIN_CALENDAR_YEAR, MAX_CALENDAR_YEAR = 1000, 3000
 
 
 class PlacementZone(StrictModel):
-    """The cells a zone's households are placed on: valid cells wet (depth above
-    ``min_depth_m``) in at least ``wet_years_min`` and at most ``wet_years_max`` of the
-    series' grids."""
+    """The cells a zone's households are placed on.
+
+    Valid cells wet (depth above ``min_depth_m``) in at least ``wet_years_min`` and at most
+    ``wet_years_max`` of the series' grids.
+    """
 
     wet_years_min: int = Field(ge=0, le=1000, description="fewest grids the cell is wet in")
     wet_years_max: int = Field(ge=0, le=1000, description="most grids the cell is wet in")

@@ -49,16 +49,20 @@ class ResolvedExperiment:
 
     @property
     def run_id(self) -> str:
-        """``<name>-<first 12 hex digits of the config hash>``: the id audit records carry
-        (the same id a sweep gives the run, so ablation cases sharing a name and seed never
-        collide, and a resumed run keeps the ids it started with)."""
+        """``<name>-<first 12 hex digits of the config hash>``.
+
+        The id audit records carry (the same id a sweep gives the run, so ablation cases sharing a
+        name and seed never collide, and a resumed run keeps the ids it started with).
+        """
         return f"{self.config.name}-{self.config_hash[:12]}"
 
 
 def load_resolved(path: str | Path, overrides: Iterable[str] = (), *,
                   base_dir: str | Path | None = None) -> ResolvedExperiment:
-    """Load and check an experiment (``config.loader.load_checked``, which names the same
-    arguments) and resolve it with the inputs parsed while checking them."""
+    """Load and check an experiment and resolve it with the inputs parsed while checking them.
+
+    ``config.loader.load_checked``, which names the same arguments.
+    """
     config, inputs = load_checked(path, overrides, base_dir=base_dir)
     return _resolved(config, inputs)
 

@@ -90,10 +90,11 @@ class Heuristic:
 
 @dataclass(frozen=True)
 class SituationFacts:
-    """What the world tells a household beyond its own state: the terms of its choices, what
-    each policy instrument tells it, and what it knows (units in the names). A new fact the
-    world states is a new field here, so that every fact a prompt or a rule may read is
-    declared once.
+    """What the world tells a household beyond its own state.
+
+    The terms of its choices, what each policy instrument tells it, and what it knows (units in the
+    names). A new fact the world states is a new field here, so that every fact a prompt or a rule
+    may read is declared once.
 
     Attributes:
         loss_if_flood_usd: Per action id, the out-of-pocket loss of a typical flood next year
@@ -201,8 +202,10 @@ _FACTS = frozenset(f.name for f in fields(SituationFacts))
 
 
 def situation_path_problem(path: str) -> str | None:
-    """What is wrong with ``path`` as the name of a part of a situation (None: nothing):
-    ``<field>``, ``<mapping field>.<key>`` or ``facts.<fact>``."""
+    """What is wrong with ``path`` as the name of a part of a situation (None: nothing).
+
+    ``<field>``, ``<mapping field>.<key>`` or ``facts.<fact>``.
+    """
     head, dot, key = path.partition(".")
     if head not in _SITUATION_FIELDS:
         return f"unknown situation field {head!r}; fields: {', '.join(sorted(_SITUATION_FIELDS))}"
@@ -215,15 +218,19 @@ def situation_path_problem(path: str) -> str | None:
 
 
 def action_in_path(path: str) -> str | None:
-    """The action id a path names a part of (``action_costs_usd.<action>``,
-    ``affordable.<action>``), else None."""
+    """The action id a path names a part of, else None.
+
+    ``action_costs_usd.<action>``, ``affordable.<action>``.
+    """
     head, dot, key = path.partition(".")
     return key if dot and head in ("action_costs_usd", "affordable") else None
 
 
 def situation_value(situation: HouseholdSituation, path: str) -> Any:
-    """The part of ``situation`` that ``path`` names (``situation_path_problem``), or
-    ``MISSING`` where a mapping has no such key."""
+    """The part of ``situation`` that ``path`` names (``situation_path_problem``).
+
+    Or ``MISSING`` where a mapping has no such key.
+    """
     head, _, key = path.partition(".")
     value = getattr(situation, head)
     if not key:
@@ -273,9 +280,11 @@ class ReflectiveMemory(Protocol):
 
     def add_insight(self, content: str, year: float, *, salience: float = 1.0,
                     sources: Sequence[str] = ()) -> Remembered:
-        """Store an insight formed at the end of ``year`` from the memories ``sources``, at a
-        ``salience`` (0..1, the highest importance among them) that scales its importance;
-        returns the stored item."""
+        """Store an insight formed at the end of ``year`` from the memories ``sources``.
+
+        At a ``salience`` (0..1, the highest importance among them) that scales its importance;
+        returns the stored item.
+        """
         ...
 
 
@@ -312,10 +321,18 @@ class DecisionMaker(Protocol):
 
     name: str
 
-    def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]: ...
+    def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
+        """One decision per situation, in the same order."""
+        ...
 
-    def end_year(self, year: int, households: Sequence[ReflectionTarget]) -> None: ...
+    def end_year(self, year: int, households: Sequence[ReflectionTarget]) -> None:
+        """The end of ``year``, with the active households that have a memory."""
+        ...
 
-    def provenance(self) -> dict[str, Any] | None: ...
+    def provenance(self) -> dict[str, Any] | None:
+        """What the manifest records about the maker beyond its name (None: nothing)."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the maker's resources."""
+        ...

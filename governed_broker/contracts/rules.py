@@ -35,8 +35,10 @@ class RuleOutcome:
     kind: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """Audit form: id, category or kind (whichever the rule has), severity, fired,
-        message."""
+        """Audit form: id, category or kind (whichever the rule has), severity, fired.
+
+        Message.
+        """
         tags = {k: v for k, v in (("category", self.category), ("kind", self.kind)) if v}
         return {"id": self.rule_id, **tags, "severity": self.severity, "fired": self.fired,
                 "message": self.message}

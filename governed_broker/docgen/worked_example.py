@@ -61,8 +61,11 @@ def _memories() -> list[MemoryItem]:
 
 
 def situation() -> HouseholdSituation:
-    """The household of the example (an owner in the high zone, year 3, flooded 0.8 m; it
-    cannot pay for elevating and insuring together this year)."""
+    """The household of the example.
+
+    An owner in the high zone, year 3, flooded 0.8 m; it cannot pay for elevating and insuring
+    together this year.
+    """
     actions = ("do_nothing", "buy_insurance", "elevate_house", "elevate_and_insure", "relocate")
     return HouseholdSituation(
         agent_id=7, year=3, tenure="owner", flood_zone="high", income_usd=62_000.0,

@@ -1,6 +1,7 @@
-"""Human-centric memory (SPEC 3): engine, working/episodic/semantic/procedural stores,
-consolidation, fidelity, metacognition, Markdown export. The flood world's household adapter
-is ``governed_broker.sim.household_memory``.
+"""Human-centric memory (SPEC 3).
+
+Engine, working/episodic/semantic/procedural stores, consolidation, fidelity, metacognition,
+Markdown export. The flood world's household adapter is ``governed_broker.sim.household_memory``.
 
 Heavy optional dependencies (FAISS, sentence-transformers, ollama) are imported only when
 the corresponding class is constructed.

@@ -168,8 +168,9 @@ class HumanCentricMemoryEngine:
         sources: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
     ) -> MemoryItem:
-        """Store a reflection insight directly in long-term memory, decaying with
-        ``W_emotion = importance_boost``; it never takes a working slot.
+        """Store a reflection insight directly in long-term memory.
+
+        Decaying with ``W_emotion = importance_boost``; it never takes a working slot.
 
         Its importance is ``importance`` if given, else ``insight_importance * salience``:
         a lesson drawn from a flood (salience 1) keeps the full weight, one from a quiet year
@@ -238,8 +239,10 @@ class HumanCentricMemoryEngine:
         return self._arrays
 
     def long_term_scores(self, year: float) -> np.ndarray:
-        """Scores of all long-term items at ``year`` (vectorised; same order as
-        ``long_term()``)."""
+        """Scores of all long-term items at ``year``.
+
+        Vectorised; same order as ``long_term()``.
+        """
         imp, yr, lam, _ = self._long_arrays()
         return imp * np.exp(-lam * (year - yr))
 
@@ -361,8 +364,10 @@ class HumanCentricMemoryEngine:
         return [m for m in self._long if m.kind == "insight"]
 
     def drain_new(self) -> list[MemoryItem]:
-        """Items created since the last call (also those since evicted or forgotten), for the
-        authoritative episodic store."""
+        """Items created since the last call (also those since evicted or forgotten).
+
+        For the authoritative episodic store.
+        """
         out, self._new = self._new, []
         self._dirty = self._dirty or bool(out)
         return out
@@ -405,8 +410,9 @@ class HumanCentricMemoryEngine:
 
     # ----------------------------------------------------------------------------- changes
     def changes(self) -> dict[str, Any] | None:
-        """What changed since the last call (or since the engine was built or restored), as
-        a JSON-serialisable dict; None when nothing did.
+        """What changed since the last call (or since the engine was built or restored).
+
+        As a JSON-serialisable dict; None when nothing did.
 
         Checkpoints append it to their memory log: it holds the long-term items added, the
         fields that change after an item is formed (``access_count``, ``last_access_year``,
@@ -495,9 +501,11 @@ def _memory_section(path: Path) -> MemoryParams:
 
 
 def _params_of(state: Mapping[str, Any]) -> tuple[MemoryParams, str]:
-    """The parameters and owner of an engine's ``state()``; a state written before the
-    parameters were kept whole (constructor keywords: weights and keywords apart) is read
-    too."""
+    """The parameters and owner of an engine's ``state()``.
+
+    A state written before the parameters were kept whole (constructor keywords: weights and
+    keywords apart) is read too.
+    """
     params = dict(state["params"])
     if "emotion_weights" not in params:
         return MemoryParams.model_validate(params), str(state.get("agent_id", ""))
@@ -541,8 +549,11 @@ def make_engine(
 
 
 def restore_engine(state: Mapping[str, Any]) -> MemoryEngine:
-    """Rebuild an engine from its ``state()``: ``from_state`` of the class registered under
-    the recorded ``variant`` (default ``humancentric``, states from before variants)."""
+    """Rebuild an engine from its ``state()``.
+
+    ``from_state`` of the class registered under the recorded ``variant`` (default ``humancentric``,
+    states from before variants).
+    """
     variant = state.get("variant", "humancentric")
     if variant not in MEMORY_ENGINES:
         raise ValueError(f"unknown memory engine variant {variant!r} in state")

@@ -64,9 +64,11 @@ class MemoryEngine(Protocol):
 
     def add_insight(self, content: str, year: float, *, salience: float = 1.0,
                     sources: Sequence[str] = ()) -> MemoryItem:
-        """Store a reflection insight and return it: importance ``insight_importance`` times
-        ``salience`` (the highest importance among the memories ``sources`` it was drawn
-        from)."""
+        """Store a reflection insight and return it.
+
+        Importance ``insight_importance`` times ``salience`` (the highest importance among the
+        memories ``sources`` it was drawn from).
+        """
         ...
 
     def retrieve(self, year: float) -> list[MemoryItem]:

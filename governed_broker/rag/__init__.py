@@ -1,5 +1,7 @@
-"""Knowledge base over ``configs/knowledge/``: heading-aware chunks, embedding search with
-multi-query expansion (MQE) and HyDE, policy-topic triggers, and the seed-001 tool view.
+"""Knowledge base over ``configs/knowledge/``.
+
+Heading-aware chunks, embedding search with multi-query expansion (MQE) and HyDE, policy-topic
+triggers, and the seed-001 tool view.
 
 See docs/knowledge.md and docs/ARCHITECTURE.md.
 """

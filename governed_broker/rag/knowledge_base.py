@@ -38,7 +38,9 @@ class EmbedderLike(Protocol):
     name: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text (rows of a float array)."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,17 @@ from governed_broker.rag.knowledge_base import KnowledgeBase
 class MemoryEngineLike(Protocol):
     """What ``MemoryTool`` needs of a memory engine (e.g. ``HumanCentricMemoryEngine``)."""
 
-    def add(self, *args: Any, **kwargs: Any) -> Any: ...
+    def add(self, *args: Any, **kwargs: Any) -> Any:
+        """Store a memory."""
+        ...
 
-    def retrieve(self, *args: Any, **kwargs: Any) -> Any: ...
+    def retrieve(self, *args: Any, **kwargs: Any) -> Any:
+        """Retrieve memories."""
+        ...
 
-    def items(self, *args: Any, **kwargs: Any) -> Any: ...
+    def items(self, *args: Any, **kwargs: Any) -> Any:
+        """Every memory held."""
+        ...
 
 
 def json_safe(value: Any) -> Any:

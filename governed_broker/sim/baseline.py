@@ -77,9 +77,12 @@ class BaselineDecisionMaker:
         self._disposition: dict[int, float] = {}
 
     def disposition(self, agent_ids: Sequence[int]) -> np.ndarray:
-        """Each household's fixed perception factor, ``exp(perception_sigma * z)`` with one
-        standard normal ``z`` per household from ``child_rng(seed, "baseline", "perception",
-        agent_id)`` (the same every year and after a resume)."""
+        """Each household's fixed perception factor.
+
+        ``exp(perception_sigma * z)`` with one standard normal ``z`` per household from
+        ``child_rng(seed, "baseline", "perception", agent_id)`` (the same every year and after a
+        resume).
+        """
         missing = [a for a in agent_ids if a not in self._disposition]
         for agent_id in missing:
             z = child_rng(self.seed, "baseline", "perception", agent_id).standard_normal()
@@ -90,8 +93,10 @@ class BaselineDecisionMaker:
         self, flood_probability: np.ndarray, years_since_flood: np.ndarray,
         disposition: np.ndarray | float = 1.0,
     ) -> np.ndarray:
-        """DYNAMO/GEB perceived annual flood probability (NaN years: never flooded), times the
-        household's perception factor."""
+        """DYNAMO/GEB perceived annual flood probability (NaN years: never flooded).
+
+        Times the household's perception factor.
+        """
         p = self.params
         beta = np.where(
             np.isnan(years_since_flood),
@@ -167,9 +172,11 @@ class BaselineDecisionMaker:
 
     def _value(self, annual_cost: np.ndarray, loss: np.ndarray, wealth: np.ndarray,
                p_perc: np.ndarray) -> np.ndarray:
-        """Each action's value (households x actions) under ``params.utility``: the expected
-        log utility of wealth, or the prospect value of the action's losses
-        (``config.world.ProspectParams``)."""
+        """Each action's value (households x actions) under ``params.utility``.
+
+        The expected log utility of wealth, or the prospect value of the action's losses
+        (``config.world.ProspectParams``).
+        """
         p = p_perc[:, None]
         if self.params.utility == "prospect":
             pt = self.params.prospect

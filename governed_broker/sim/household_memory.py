@@ -1,5 +1,6 @@
-"""The flood world's adapter of memory: one ``HouseholdMemory`` per household, one writer per
-run (``RunMemoryWriter``).
+"""The flood world's adapter of memory.
+
+One ``HouseholdMemory`` per household, one writer per run (``RunMemoryWriter``).
 
 The world calls, each year and in this order: ``record_flood`` or ``record_no_flood``
 (impacts, with the cover and elevation in force: the world's insurance timing, never a copy of
@@ -122,8 +123,10 @@ class HouseholdMemory:
         return item
 
     def record_no_flood(self, year: int, *, insured: bool, elevated: bool) -> MemoryItem:
-        """No flood reached the home this year (a routine memory, category given), with the
-        cover and elevation in force."""
+        """No flood reached the home this year (a routine memory, category given).
+
+        With the cover and elevation in force.
+        """
         self.insured, self.elevated, self.flooded_this_year = bool(insured), bool(elevated), False
         text, gist = self.texts.quiet_year(year)
         item = self.engine.add(text, year, kind="observation", emotion="routine",
@@ -165,9 +168,11 @@ class HouseholdMemory:
     # ----------------------------------------------------------------------------- decisions
     def record_decision(self, year: int, action: str, status: str, cost_usd: float, *,
                         executed: bool = True) -> MemoryItem:
-        """What the household decided (after execution; ``executed`` False when the world
-        refused it or the broker fell back). Protective changes are strategic memories,
-        renewals and doing nothing are routine."""
+        """What the household decided, after execution.
+
+        ``executed`` is False when the world refused it or the broker fell back. Protective changes
+        are strategic memories, renewals and doing nothing are routine.
+        """
         effect = self._traits(action)
         situation = {"flooded_this_year": self.flooded_this_year, "insured": self.insured,
                      "elevated": self.elevated}
@@ -199,14 +204,18 @@ class HouseholdMemory:
         return item
 
     def _traits(self, action: str) -> EffectTraits:
-        """The effect of ``action``; an id outside the domain (a refused proposal) does
-        nothing."""
+        """The effect of ``action``.
+
+        An id outside the domain (a refused proposal) does nothing.
+        """
         return traits_of(self.action_effects.get(action, NO_EFFECT))
 
     def add_insight(self, content: str, year: int, *, salience: float = 1.0,
                     sources: Sequence[str] = ()) -> MemoryItem:
-        """A reflection insight (importance ``insight_importance`` x salience, own retrieval
-        slots)."""
+        """A reflection insight.
+
+        Importance ``insight_importance`` x salience, own retrieval slots.
+        """
         return self.engine.add_insight(content, year, salience=salience, sources=sources)
 
     # ----------------------------------------------------------------------------- yearly
@@ -238,9 +247,10 @@ class HouseholdMemory:
                 self.forget_policy]
 
     def changes(self) -> dict[str, Any] | None:
-        """What changed since the last call (or since it was built), JSON-serialisable; None
-        when nothing did. Checkpoints append it to their memory log; ``apply_changes``
-        replays it on a household memory built the same way.
+        """What changed since the last call (or since it was built), JSON-serialisable.
+
+        None when nothing did. Checkpoints append it to their memory log; ``apply_changes`` replays
+        it on a household memory built the same way.
 
         The engine reports its own changes when it can (``changes`` / ``apply_changes``, as
         the shipped engines do); an engine without them is written whole every time.
@@ -263,8 +273,10 @@ class HouseholdMemory:
         return out or None
 
     def apply_changes(self, changes: Mapping[str, Any]) -> None:
-        """Replay one ``changes()`` on this memory, which must be in the state it had when they
-        were taken."""
+        """Replay one ``changes()`` on this memory.
+
+        Which must be in the state it had when they were taken.
+        """
         if "engine" in changes:
             self.engine.apply_changes(changes["engine"])
         if "engine_state" in changes:
@@ -283,9 +295,12 @@ class HouseholdMemory:
     @classmethod
     def from_state(cls, state: Mapping[str, Any], *, texts: MemoryTexts,
                    semantic: SemanticMemory | None = None) -> HouseholdMemory:
-        """Inverse of ``state``; ``semantic`` is the base graph the learned facts go on and
-        ``texts`` the run's memory sentences (not part of the state: they come with the
-        experiment, whose hash a resume checks)."""
+        """Inverse of ``state``.
+
+        ``semantic`` is the base graph the learned facts go on and ``texts`` the run's memory
+        sentences (not part of the state: they come with the experiment, whose hash a resume
+        checks).
+        """
         sem = None
         if state.get("semantic_learned") is not None:
             sem = (semantic or SemanticMemory.from_yaml()).copy()
@@ -305,8 +320,10 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class RunMemoryWriter:
-    """Writes a run's memories: every item into ``<run_dir>/memory.sqlite`` (user_id = agent
-    id, session_id = year) and one ``<run_dir>/memories/<agent_id>.md`` per household.
+    """Writes a run's memories.
+
+    Every item into ``<run_dir>/memory.sqlite`` (user_id = agent id, session_id = year) and one
+    ``<run_dir>/memories/<agent_id>.md`` per household.
 
     Args:
         run_dir: The run's output directory (must exist).

@@ -35,8 +35,10 @@ def _test(value: float | None, test: NumericTest) -> bool:
 
 
 def _present(rule: InstitutionRule, situation: InstitutionSituation) -> list[str]:
-    """The rule's levers the institution has this year (a rule with none does not apply;
-    a budget rule applies to the budgets there are)."""
+    """The rule's levers the institution has this year.
+
+    A rule with none does not apply; a budget rule applies to the budgets there are.
+    """
     return [lv for lv in rule.levers if lv in situation.levers]
 
 
@@ -119,8 +121,10 @@ def evaluate(domain: InstitutionDomain, profile: str, situation: InstitutionSitu
 
 def limit_violations(domain: InstitutionDomain, situation: InstitutionSituation,
                      levers: Mapping[str, float]) -> list[RuleOutcome]:
-    """The limits (``LIMIT_KINDS``) a proposal breaks, whatever the profile: what the world
-    refuses to put in force."""
+    """The limits (``LIMIT_KINDS``) a proposal breaks, whatever the profile.
+
+    What the world refuses to put in force.
+    """
     broken = []
     for rule in domain.rules:
         if not rule.is_limit or not _present(rule, situation):
@@ -134,17 +138,21 @@ def limit_violations(domain: InstitutionDomain, situation: InstitutionSituation,
 
 
 def statements(domain: InstitutionDomain, situation: InstitutionSituation) -> list[str]:
-    """The limits as the prompt states them (rules with a ``statement`` whose levers the
-    institution has this year), filled with this year's values."""
+    """The limits as the prompt states them, filled with this year's values.
+
+    Rules with a ``statement`` whose levers the institution has this year.
+    """
     return [_message(rule.statement, rule, domain, situation, situation.levers, None)
             for rule in domain.rules if rule.statement and _present(rule, situation)]
 
 
 def within_limits(domain: InstitutionDomain, situation: InstitutionSituation,
                   levers: Mapping[str, float]) -> dict[str, float]:
-    """``levers`` brought within every limit: each lever into the intersection of its range
-    and change limits (last year's value when they do not meet), onto its step, and the
-    levers that must fit within a fact scaled down together to fit.
+    """``levers`` brought within every limit.
+
+    Each lever into the intersection of its range and change limits (last year's value when they do
+    not meet), onto its step, and the levers that must fit within a fact scaled down together to
+    fit.
 
     Used for fallbacks (last year's levers) and by the rule makers, so that neither ever
     proposes what the world would refuse.

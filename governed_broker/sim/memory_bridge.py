@@ -123,8 +123,10 @@ class WorldMemory:
         return facts
 
     def _concept_facts(self, semantic: SemanticMemory, concept: str) -> list[str]:
-        """What a graph says a concept does (its non-taxonomy relations), cached per graph
-        and version: households share their graph until they learn something."""
+        """What a graph says a concept does (its non-taxonomy relations).
+
+        Cached per graph and version: households share their graph until they learn something.
+        """
         graph = semantic.graph
         key = (id(graph), semantic.version, concept)
         cached = self._facts_cache.get(key)
@@ -180,16 +182,20 @@ class WorldMemory:
         self.writer.close()
 
     def abandon(self) -> None:
-        """A failed run: the store closed at once, without committing, so that nothing is
-        written into ``memory.sqlite`` later, when the world is collected."""
+        """A failed run: the store closed at once, without committing.
+
+        So that nothing is written into ``memory.sqlite`` later, when the world is collected.
+        """
         if self.writer is not None:
             self.writer.abandon()
 
     # ------------------------------------------------------------------------------ state
     def changes(self) -> list[list[Any]]:
-        """``[agent_id, changes]`` of every household whose memory changed since the last call
-        (``HouseholdMemory.changes``), in agent-id order: what a checkpoint appends to its
-        memory log. Its size follows the year's events, not the length of the run."""
+        """``[agent_id, changes]`` of every household whose memory changed.
+
+        Since the last call (``HouseholdMemory.changes``), in agent-id order: what a checkpoint
+        appends to its memory log. Its size follows the year's events, not the length of the run.
+        """
         out = []
         for agent_id, hm in self.households.items():
             found = hm.changes()
@@ -198,7 +204,9 @@ class WorldMemory:
         return out
 
     def apply_changes(self, changes: list[list[Any]]) -> None:
-        """Replay one ``changes()`` on memories in the state they had when it was taken (a
-        freshly built ``WorldMemory`` for the first)."""
+        """Replay one ``changes()`` on memories in the state they had when it was taken.
+
+        A freshly built ``WorldMemory`` for the first.
+        """
         for agent_id, found in changes:
             self.households[int(agent_id)].apply_changes(found)

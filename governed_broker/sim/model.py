@@ -162,14 +162,18 @@ class FloodModel(mesa.Model):
         return arrays, meta
 
     def memory_changes(self) -> list[list[Any]] | None:
-        """What household memories changed since the last call (``WorldMemory.changes``;
-        None without memory)."""
+        """What household memories changed since the last call.
+
+        ``WorldMemory.changes``; None without memory.
+        """
         return None if self.world_memory is None else self.world_memory.changes()
 
     def restore(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any],
                 memory_changes: Iterable[list[list[Any]]] = ()) -> None:
-        """Put this freshly built model into a ``state()`` (see there), replaying every
-        ``memory_changes()`` up to it, in order."""
+        """Put this freshly built model into a ``state()`` (see there).
+
+        Replaying every ``memory_changes()`` up to it, in order.
+        """
         self.hh.load(arrays)
         for instrument in self.instruments:
             instrument.load(arrays)
@@ -233,21 +237,28 @@ class FloodModel(mesa.Model):
         c.flood_occurred, c.flooded = bool(np.any(zone_depths > 0)), c.depth_m > 0
 
     def impacts_phase(self) -> None:
-        """2. Damage after elevation, insurance payouts, repairs and their financing (aid,
-        savings, loans, left unrepaired); flood experience (``sim.impacts``)."""
+        """2. Damage after elevation, insurance payouts.
+
+        Repairs and their financing (aid, savings, loans, left unrepaired); flood experience
+        (``sim.impacts``).
+        """
         apply_impacts(self, self.instruments)
         if self.world_memory is not None:
             self.world_memory.record_impacts(self.year, self.current)
 
     def institutions_phase(self) -> None:
-        """2b. The government, then the insurer, decide this year's levers (``sim.institutions``);
-        they are the year's settings from here on."""
+        """2b. The government, then the insurer, decide this year's levers (``sim.institutions``).
+
+        They are the year's settings from here on.
+        """
         if self.institutions is not None:
             self.config = self.config.with_settings(self.institutions.decide(self.config))
 
     def perception_phase(self) -> list[HouseholdSituation]:
-        """3. Every action's terms (``sim.quote``) and one frozen situation per active household
-        (agent-id order; ``sim.perception``)."""
+        """3. Every action's terms (``sim.quote``) and one frozen situation per active household.
+
+        Agent-id order; ``sim.perception``.
+        """
         c, hh, idx = self.current, self.hh, self.current.idx
         c.neighbour_shares = {k: self.neighbours.share(v)[idx]
                               for k, v in self.prev_state.items()}
@@ -272,8 +283,10 @@ class FloodModel(mesa.Model):
         return decisions
 
     def execution_phase(self, decisions: list[Decision]) -> None:
-        """5. Re-check feasibility, execute in agent-id order, pay, lapse, relocate; the
-        year's savings and loan payments; forced sales (``sim.execution``)."""
+        """5. Re-check feasibility, execute in agent-id order, pay, lapse, relocate.
+
+        The year's savings and loan payments; forced sales (``sim.execution``).
+        """
         execute_decisions(self, self.instruments, decisions, self.default_action)
         c = self.current
         if self.world_memory is not None:

@@ -64,9 +64,11 @@ _NO_FACTS = {f.name: getattr(SituationFacts(), f.name) for f in dataclasses.fiel
 
 
 def _world_facts(world: World, instruments: Sequence[Instrument]) -> list[dict[str, Any]]:
-    """Per active household, the ``SituationFacts`` the world states, by name: each action's
-    loss of a typical flood and premium, the typical flood, the spending room, and what each
-    instrument tells it."""
+    """Per active household, the ``SituationFacts`` the world states, by name.
+
+    Each action's loss of a typical flood and premium, the typical flood, the spending room, and
+    what each instrument tells it.
+    """
     c, hh, idx = world.current, world.hh, world.current.idx
     q = c.options
     acts = list(q.actions)

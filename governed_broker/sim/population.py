@@ -49,8 +49,10 @@ class Population:
 
 
 def load_population(config: PopulationConfig, seed: int, resolve=lambda p: Path(p)) -> Population:
-    """The experiment's initial population (CSV file or generated), marginalised households
-    marked by the rule when one is given."""
+    """The experiment's initial population (CSV file or generated).
+
+    Marginalised households marked by the rule when one is given.
+    """
     pop = _initial_population(config, seed, resolve)
     if config.marginalised is not None:
         pop.marginalised = marginalised_by_rule(config.marginalised, pop)
@@ -121,9 +123,12 @@ def generate_population(gen: GeneratedPopulation, n: int, seed: int) -> Populati
 
 def _income(rng: np.random.Generator, gen: GeneratedPopulation,
             is_owner: np.ndarray) -> np.ndarray:
-    """Annual income (dollars): one lognormal draw per household, from the renters'
-    distribution for renters when ``renter_income_usd`` is given (the same number of draws
-    either way, so the draws after it do not move)."""
+    """Annual income (dollars).
+
+    One lognormal draw per household, from the renters' distribution for renters when
+    ``renter_income_usd`` is given (the same number of draws either way, so the draws after it do
+    not move).
+    """
     own = gen.income_usd
     rent = gen.renter_income_usd
     if rent is None:

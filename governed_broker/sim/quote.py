@@ -1,5 +1,6 @@
-"""The one options quote: what every action costs, saves and is open to, for the households of
-a world this year.
+"""The one options quote.
+
+What every action costs, saves and is open to, for the households of a world this year.
 
 Every instrument states its offers (``Instrument.offer``: the grant, the buyout's price, an aid
 certificate in force, the banded premiums), the effect table prices each effect with them
@@ -88,6 +89,8 @@ def quote(world: World, instruments: Sequence[Instrument],
 
 
 def expected_payouts_usd(world: World) -> np.ndarray:
-    """Expected annual payout of a policy on each active home as it stands (dollars; the hazard
-    map's annual chance times the payout of a typical flood of the zone)."""
+    """Expected annual payout of a policy on each active home as it stands.
+
+    Dollars; the hazard map's annual chance times the payout of a typical flood of the zone.
+    """
     return _batch(world).expected_payout_usd

@@ -54,8 +54,10 @@ class RasterHazard(Hazard):
     # ----------------------------------------------------------------------------------------
 
     def wet_years(self) -> np.ndarray:
-        """Per cell, in how many grids of the series it is wet (-1 outside the modelled
-        area: NODATA in any grid)."""
+        """Per cell, in how many grids of the series it is wet.
+
+        -1 outside the modelled area: NODATA in any grid.
+        """
         stack = np.stack([self.depths[y] for y in sorted(self.depths)])
         count = (np.nan_to_num(stack, nan=0.0) > self.config.raster.min_depth_m).sum(axis=0)
         return np.where(np.isnan(stack).any(axis=0), -1, count).ravel()

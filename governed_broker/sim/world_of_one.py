@@ -124,8 +124,10 @@ class WorldOfOne:
         self.stated_offers = self._programme_state(household.programme_state)
 
     def _programme_state(self, state: Mapping[str, float | bool]) -> dict[str, Any]:
-        """Start every instrument's state as a household new to the run, apply ``state``, and
-        return the offers it states."""
+        """Start every instrument's state as a household new to the run, apply ``state``.
+
+        And return the offers it states.
+        """
         arrays = {name: a for i in self.instruments for name, a in i.arrays.items()}
         for target in arrays.values():
             target[...] = 0
@@ -144,8 +146,11 @@ class WorldOfOne:
         return {name: np.array([value]) for name, value in state.items() if name in OFFERS}
 
     def losses(self, depth_m: float, damage_factor: float = 1.0) -> tuple[float, float]:
-        """Damage and insurance payout (dollars) of a flood ``depth_m`` deep (metres, before
-        elevation) with the cover and elevation in force this year."""
+        """Damage and insurance payout (dollars) of a flood ``depth_m`` deep.
+
+        The depth is in metres, before elevation; the cover and elevation are those in force this
+        year.
+        """
         lost = flood_losses(self, self.instruments, np.array([depth_m]), damage_factor)
         return (float(lost.damage_structure_usd[0] + lost.damage_contents_usd[0]),
                 float(lost.payout_structure_usd[0] + lost.payout_contents_usd[0]))

@@ -90,8 +90,10 @@ class SituationBuilder:
         return self._zones[name]
 
     def _recall(self, spec: VignetteSpec, allowed: tuple[str, ...]) -> dict[str, Any] | None:
-        """What the experiment's memory engine retrieves after the vignette's history (the
-        same for every replicate and arm of a vignette)."""
+        """What the experiment's memory engine retrieves after the vignette's history.
+
+        The same for every replicate and arm of a vignette.
+        """
         if self.config.memory.engine == "none":
             return None
         key = spec.model_dump_json()
@@ -143,8 +145,10 @@ def _known_zones(config: ExperimentConfig) -> set[str] | None:
 
 
 def zone_probabilities(experiment: ResolvedExperiment) -> dict[str, float]:
-    """The experiment's zones and their annual flood probabilities as households are told
-    them (empty for a hazard mode whose zones are not listed)."""
+    """The experiment's zones and their annual flood probabilities as households are told them.
+
+    Empty for a hazard mode whose zones are not listed.
+    """
     zones = _known_zones(experiment.config)
     if not zones:
         return {}

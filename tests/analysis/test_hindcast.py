@@ -44,8 +44,10 @@ def targets(**changes) -> HindcastTargets:
 
 
 def agents(insured: dict[int, list[bool]], zones: list[str]) -> pd.DataFrame:
-    """Rows for households 1..n over the years of ``insured`` (year -> flags per household;
-    None drops the household's row: it has relocated)."""
+    """Rows for households 1..n over the years of ``insured``.
+
+    Year -> flags per household; None drops the household's row: it has relocated.
+    """
     rows = []
     for year, flags in insured.items():
         for i, flag in enumerate(flags):

@@ -135,8 +135,10 @@ def test_rules_only_evaluated_for_their_actions_and_profile():
 
 
 def test_inaction_rules_respect_protection_and_means():
-    """An elevated household, or one with no protective action it could take or pay for, may
-    keep doing nothing at high threat; a household that can act is re-asked."""
+    """An elevated household, or one with no protective action it could take or pay for.
+
+    May keep doing nothing at high threat; a household that can act is re-asked.
+    """
     from broker_helpers import OWNER_ACTIONS, governance_rules, make_situation, registry, reply
 
     from governed_broker.broker.rules import RuleSet

@@ -1,5 +1,8 @@
-"""A small calibration of the baseline on the Passaic hindcast (200 households, 3 design
-points x 2 replicates, 13 years), and the run report's observed-vs-simulated section."""
+"""A small calibration of the baseline on the Passaic hindcast.
+
+200 households, 3 design points x 2 replicates, 13 years; and the run report's observed-vs-simulated
+section.
+"""
 
 from __future__ import annotations
 

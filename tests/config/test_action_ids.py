@@ -1,5 +1,6 @@
-"""Every action id a YAML file names is checked against ``agent_types.yaml`` when the experiment
-is loaded, with one message that names the file still using an old id.
+"""Every action id a YAML file names is checked when the experiment is loaded.
+
+Against ``agent_types.yaml``, with one message that names the file still using an old id.
 
 Renaming an action in a copy of ``agent_types.yaml`` alone (its rules renamed with it) must not
 drop a knowledge topic silently: loading fails naming ``rag_topics.yaml``, or the validity

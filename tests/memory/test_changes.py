@@ -1,5 +1,8 @@
-"""Incremental memory state: ``changes()`` replayed by ``apply_changes`` rebuilds a memory
-exactly, and what one year reports does not grow with the years before it."""
+"""Incremental memory state.
+
+``changes()`` replayed by ``apply_changes`` rebuilds a memory exactly, and what one year reports
+does not grow with the years before it.
+"""
 
 from __future__ import annotations
 
@@ -102,8 +105,10 @@ def test_a_household_without_news_reports_nothing(graph) -> None:
 
 
 def test_fidelity_refresh_visits_only_what_can_change_and_matches_the_rule() -> None:
-    """Every long-term item's fidelity equals the rule's at its age, every year, although a
-    refresh skips items that are already gist."""
+    """Every long-term item's fidelity equals the rule's at its age, every year.
+
+    Although a refresh skips items that are already gist.
+    """
     e = HumanCentricMemoryEngine(
         MemoryParams(fidelity_detailed_years=1, fidelity_summary_years=3),
         rng=np.random.default_rng(0), agent_id=1)
@@ -141,8 +146,10 @@ def test_item_rows_follow_the_declared_field_order() -> None:
 
 
 def test_engine_changes_carry_undrained_and_working_items() -> None:
-    """Between consolidations an engine holds working items and items not yet drained to the
-    store; its changes carry them, sharing objects as the original does."""
+    """Between consolidations an engine holds working items and items not yet drained to the store.
+
+    Its changes carry them, sharing objects as the original does.
+    """
     for klass in (HumanCentricMemoryEngine, WindowMemoryEngine):
         a = klass(MemoryParams(window_size=2), rng=np.random.default_rng(2), agent_id=4)
         b = klass(MemoryParams(window_size=2), rng=np.random.default_rng(99), agent_id=4)

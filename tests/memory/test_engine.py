@@ -241,8 +241,11 @@ def test_same_seed_same_consolidation(seed, imps):
 
 
 def test_a_state_written_with_constructor_keywords_is_still_read():
-    """Engines used to record their parameters as constructor keywords (weights and keywords
-    apart); such a state rebuilds the same engine."""
+    """A state written with the parameters as constructor keywords is still read.
+
+    Engines used to record them so (weights and keywords apart); such a state rebuilds the same
+    engine.
+    """
     e = engine(window_size=3, decay_rate=0.2)
     e.add("My home flooded", 1)
     state = json.loads(json.dumps(e.state()))

@@ -1,5 +1,6 @@
-"""Memory engines come from a name registry: a new one is a class plus one ``MEMORY_ENGINES``
-entry.
+"""Memory engines come from a name registry.
+
+A new one is a class plus one ``MEMORY_ENGINES`` entry.
 
 ``ToyEngine`` below is such a class (here, in this test file, not derived from the shipped
 engines): it keeps every memory and retrieves the newest ``window_size``. Registering it lets a

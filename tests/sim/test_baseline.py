@@ -155,8 +155,10 @@ def test_runs_inside_the_world(experiments) -> None:
 
 
 def prospect_maker(**changes) -> BaselineDecisionMaker:
-    """A baseline decision maker valuing actions as ``experiments/baseline_prospect.yaml``
-    does, with ``changes`` to the shipped parameters."""
+    """A baseline decision maker valuing actions as ``experiments/baseline_prospect.yaml`` does.
+
+    With ``changes`` to the shipped parameters.
+    """
     types = load_agent_types(REPO_ROOT / "agent_types.yaml")
     data = yaml.safe_load((REPO_ROOT / "experiments" / "baseline_prospect.yaml").read_text())
     return BaselineDecisionMaker(params(REPO_ROOT, **changes, **data["decision"]["baseline"]),

@@ -190,9 +190,12 @@ def test_run_writer_sqlite_and_markdown(tmp_path, params, graph):
 
 
 def test_the_cover_in_force_is_the_worlds(params, graph):
-    """The adapter keeps no insurance timing of its own: a household that chose nothing is
-    insured the next year when the world says so (its lender renewed the policy, or an aid
-    certificate covers it), and what it learns is judged in that situation."""
+    """The adapter keeps no insurance timing of its own.
+
+    A household that chose nothing is insured the next year when the world says so (its lender
+    renewed the policy, or an aid certificate covers it), and what it learns is judged in that
+    situation.
+    """
     hm = household(params, graph)
     hm.record_no_flood(1, insured=True, elevated=False)
     hm.record_decision(1, "do_nothing", "baseline", 0.0)

@@ -37,9 +37,11 @@ def test_income_follows_tenure(repo_root) -> None:
 
 
 def test_renters_income_moves_only_renters_incomes(repo_root) -> None:
-    """With or without renters' own distribution, owners' incomes and every draw after income
-    are the same: one draw per household either way, so the option changes renters' incomes
-    (and savings) only."""
+    """With or without renters' own distribution.
+
+    Owners' incomes and every draw after income are the same: one draw per household either way, so
+    the option changes renters' incomes (and savings) only.
+    """
     gen = load_experiment(repo_root / "experiments" / "baseline.yaml").population.generate
     blind = generate_population(gen.model_copy(update={"renter_income_usd": None}), 500, seed=9)
     split = generate_population(gen, 500, seed=9)

@@ -1,5 +1,8 @@
-"""Vignettes are stated as the experiment's world states them, and rendered by its own
-context builder: prices, damage, probability and memories follow the experiment."""
+"""Vignettes are stated as the experiment's world states them.
+
+And rendered by its own context builder: prices, damage, probability and memories follow the
+experiment.
+"""
 
 from __future__ import annotations
 

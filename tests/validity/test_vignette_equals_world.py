@@ -51,8 +51,11 @@ SETTINGS: dict[str, tuple[list[str], str]] = {
 
 
 class Recorder:
-    """Decides ``do_nothing`` (insuring every few years, so that policies lapse and start) and
-    keeps, per year, each situation and what the world knew of the household then."""
+    """Decides ``do_nothing`` and records what the world knew at each decision.
+
+    It insures every few years, so that policies lapse and start, and keeps, per year, each
+    situation and what the world knew of the household then.
+    """
 
     name = "recorder"
 
@@ -72,9 +75,11 @@ class Recorder:
 
 
 def vignette_of(model: FloodModel, j: int, s: HouseholdSituation) -> VignetteSpec | None:
-    """The vignette of household ``j`` of this year, or None where a vignette cannot say
-    what the world knows (loans, unrepaired damage, negative savings, a flood history that
-    does not fit in the years before)."""
+    """The vignette of household ``j`` of this year.
+
+    Or None where a vignette cannot say what the world knows (loans, unrepaired damage, negative
+    savings, a flood history that does not fit in the years before).
+    """
     c = model.current
     i = int(c.idx[j])
     if s.debt_usd or s.unrepaired_damage_usd or s.savings_usd < 0:

@@ -84,8 +84,10 @@ class World(Protocol):
 
 
 class Access:
-    """Which active households each action is open to by its tenure and, for an action taken
-    once, because they have not taken it yet (before any condition of its effect)."""
+    """Which active households each action is open to by its tenure and, for an action taken once.
+
+    Because they have not taken it yet (before any condition of its effect).
+    """
 
     def __init__(self, world: World) -> None:
         self.world = world
@@ -116,8 +118,9 @@ class Access:
 
 @dataclass
 class Pricing:
-    """The effects of the domain priced for the active households, as instruments may amend
-    them (``Instrument.amend``).
+    """The effects of the domain priced for the active households, as instruments may amend them.
+
+    ``Instrument.amend``.
 
     Attributes:
         batch: The households and the offers they were priced with.
@@ -172,16 +175,20 @@ class Instrument:
 
     # -- perception -------------------------------------------------------------------------
     def offer(self, access: Access) -> dict[str, Any]:
-        """What the programme offers each active household this year: fields of
-        ``OptionBatch`` by name."""
+        """What the programme offers each active household this year.
+
+        Fields of ``OptionBatch`` by name.
+        """
         return {}
 
     def amend(self, pricing: Pricing) -> None:
         """Change the priced effects in place (after every instrument's ``offer``)."""
 
     def facts(self) -> list[dict[str, Any]] | None:
-        """What each active household is told of the programme (situation facts by name;
-        None: nothing)."""
+        """What each active household is told of the programme.
+
+        Situation facts by name; None: nothing.
+        """
         return None
 
     # -- execution --------------------------------------------------------------------------

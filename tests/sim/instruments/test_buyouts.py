@@ -1,6 +1,8 @@
-"""The buyout programme: offers to owners with repetitive or substantial losses, within an
-annual budget, open only with an offer; accepting sells the home to the programme at the
-offered price and the household leaves."""
+"""The buyout programme.
+
+Offers to owners with repetitive or substantial losses, within an annual budget, open only with an
+offer; accepting sells the home to the programme at the offered price and the household leaves.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Flood insurance that comes with disaster aid (``sim.instruments.certificates``): who gets a
-certificate, what it covers and for how long, and aid withheld from recipients who did not keep
-insurance."""
+"""Flood insurance that comes with disaster aid (``sim.instruments.certificates``).
+
+Who gets a certificate, what it covers and for how long, and aid withheld from recipients who did
+not keep insurance.
+"""
 
 from __future__ import annotations
 

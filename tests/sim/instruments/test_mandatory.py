@@ -1,5 +1,8 @@
-"""The mandatory purchase requirement: who is required, and that required households stay
-insured unless they cannot pay or their lender does not enforce it."""
+"""The mandatory purchase requirement.
+
+Who is required, and that required households stay insured unless they cannot pay or their lender
+does not enforce it.
+"""
 
 from __future__ import annotations
 
