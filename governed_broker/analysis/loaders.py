@@ -13,6 +13,7 @@ file, the column and the value.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -237,18 +238,29 @@ def type_institutions_table(frame: pd.DataFrame, source: str) -> pd.DataFrame:
 def read_decisions(path: Path | str) -> list[dict[str, Any]]:
     """Read ``decisions.jsonl``: one JSON object per line (blank lines are skipped)."""
     path = Path(path)
-    records: list[dict[str, Any]] = []
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise AnalysisInputError(f"{path}: line {number} is not JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise AnalysisInputError(f"{path}: line {number} is not a JSON object")
-            records.append(record)
+        return json_objects(handle, path)
+
+
+def json_objects(lines: Iterable[str], path: Path) -> list[dict[str, Any]]:
+    """The JSON object of each line of a ``.jsonl`` file read from ``path``.
+
+    Blank lines are skipped.
+
+    Raises:
+        AnalysisInputError: A line is not a JSON object (names the file and line).
+    """
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise AnalysisInputError(f"{path}: line {number} is not JSON ({exc.msg})") from exc
+        if not isinstance(record, dict):
+            raise AnalysisInputError(f"{path}: line {number} is not a JSON object")
+        records.append(record)
     return records
 
 

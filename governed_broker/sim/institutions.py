@@ -151,14 +151,7 @@ class InstitutionAgent(mesa.Agent):
 
 
 class GovernmentAgent(InstitutionAgent):
-    """The government's mitigation fund (module documentation).
-
-    Args:
-        model: The world.
-        config: The fund's settings.
-        domain: Its levers and rules.
-        maker: Who decides for it.
-    """
+    """The government's mitigation fund (module documentation); ``config``: its section."""
 
     name = "government"
     rule_maker = RuleGovernment
@@ -251,14 +244,7 @@ class GovernmentAgent(InstitutionAgent):
 
 
 class InsurerAgent(InstitutionAgent):
-    """The insurer's book (module documentation).
-
-    Args:
-        model: The world.
-        config: The insurer's settings.
-        domain: Its levers and rules.
-        maker: Who decides for it.
-    """
+    """The insurer's book (module documentation); ``config``: its section."""
 
     name = "insurer"
     rule_maker = RuleInsurer

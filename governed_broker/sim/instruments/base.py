@@ -154,6 +154,11 @@ class Instrument:
         #: Its state per household by name (index = agent id - 1; numbers and booleans).
         self.arrays: dict[str, np.ndarray] = {}
 
+    def zeros(self, **dtypes: type) -> dict[str, np.ndarray]:
+        """A zero array per household for each name (``name=dtype``), for ``arrays``."""
+        n = len(self.world.hh.is_owner)
+        return {name: np.zeros(n, dtype=dtype) for name, dtype in dtypes.items()}
+
     def load(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Overwrite ``arrays`` in place (a checkpoint, a vignette's programme state)."""
         for name, target in self.arrays.items():
@@ -212,17 +217,11 @@ class Instrument:
         return {}
 
 
-def instrument_class(name: str) -> type[Instrument]:
-    """The instrument registered as ``name`` in ``INSTRUMENTS``, imported now.
+def make_instruments(world: World) -> list[Instrument]:
+    """Every registered instrument, bound to ``world``, in registry order.
 
     Raises:
-        ValueError: ``name`` is not registered.
-        ConfigError: its entry cannot be imported (no such module or attribute).
+        ConfigError: An entry of ``INSTRUMENTS`` cannot be imported.
     """
-    return load_registered(INSTRUMENTS, name, kind="instrument", setting="instrument",
-                           registry_name="INSTRUMENTS")
-
-
-def make_instruments(world: World) -> list[Instrument]:
-    """Every registered instrument, bound to ``world``, in registry order."""
-    return [instrument_class(name)(world) for name in INSTRUMENTS]
+    return [load_registered(INSTRUMENTS, name, kind="instrument", setting="instrument",
+                            registry_name="INSTRUMENTS")(world) for name in INSTRUMENTS]

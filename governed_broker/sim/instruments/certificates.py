@@ -62,10 +62,8 @@ class AidCertificates(Instrument):
 
     def __init__(self, world: World) -> None:
         super().__init__(world)
-        n = len(world.hh.is_owner)
-        self.arrays = {"group_policy_years": np.zeros(n, dtype=np.int64),
-                       "group_insured": np.zeros(n, dtype=bool),
-                       "aid_requires_insurance": np.zeros(n, dtype=bool)}
+        self.arrays = self.zeros(group_policy_years=np.int64, group_insured=bool,
+                                 aid_requires_insurance=bool)
 
     @property
     def _group(self) -> GroupPolicyConfig | None:

@@ -29,9 +29,7 @@ class PremiumPricing(Instrument):
 
     def __init__(self, world: World) -> None:
         super().__init__(world)
-        n = len(world.hh.is_owner)
-        self.arrays = {"flood_payments": np.zeros(n, dtype=np.int64),
-                       "large_flood_payments": np.zeros(n, dtype=np.int64)}
+        self.arrays = self.zeros(flood_payments=np.int64, large_flood_payments=np.int64)
 
     def after_repairs(self, repairs: Repairs) -> None:
         """Add this year's claim, aid grant and disaster loan to each home's flood payments.
