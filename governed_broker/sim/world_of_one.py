@@ -27,20 +27,14 @@ from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.damage import DamageTable
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.contracts.decision import HouseholdSituation
-from governed_broker.sim.effects import OptionBatch
 from governed_broker.sim.finance import Repairs
 from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.impacts import flood_losses
 from governed_broker.sim.instruments.base import HazardMap, make_instruments
 from governed_broker.sim.perception import allowed_actions, situations
 from governed_broker.sim.population import Population
-from governed_broker.sim.quote import quote
+from governed_broker.sim.quote import OFFERS, quote
 from governed_broker.sim.year_state import YearState
-
-#: The offers a household's ``programme_state`` may state (``YearState`` fields the
-#: instruments' offers fill and the effect table prices with).
-OFFERS = tuple(sorted({f.name for f in dataclasses.fields(YearState)}
-                      & {f.name for f in dataclasses.fields(OptionBatch)}))
 
 
 @dataclass(frozen=True)
@@ -62,7 +56,7 @@ class Household:
         floods_experienced: Floods at the home so far, this year's included.
         programme_state: By name, the household's state in the policy instruments
             (``Instrument.arrays``: ``insurance_required``, ``group_policy_years``...) and
-            offers stated rather than made (``OFFERS``).
+            offers stated rather than made (``sim.quote.OFFERS``).
     """
 
     tenure: str
@@ -134,7 +128,7 @@ class WorldOfOne:
         unknown = sorted(set(state) - set(arrays) - set(OFFERS))
         if unknown:
             raise ValueError(f"programme_state: unknown name(s) {unknown}; known: "
-                             f"{', '.join(sorted(arrays) + list(OFFERS))}")
+                             f"{', '.join(sorted(arrays) + sorted(OFFERS))}")
         for name, value in state.items():
             if name in arrays:
                 kind = arrays[name].dtype.kind
