@@ -40,8 +40,14 @@ def calibrate(
     executor: str | None = None,
     max_workers: int | None = None,
     progress: bool = True,
+    train: tuple[int, int] | None = None,
 ) -> tuple[CalibrationResult, SweepResult]:
     """Run (or resume) the sweep of ``experiment`` and history-match it to its targets.
+
+    Args:
+        train: A training window (first, last calendar year) that replaces
+            ``calibration.train``: the region is fitted on it and scored on the years after
+            it (``CalibrationResult.validation``).
 
     Raises:
         ConfigError: no ``calibration:`` or ``sweep:`` section, unreadable targets, or any
@@ -62,7 +68,13 @@ def calibrate(
     out = out_dir if out_dir is not None else default_sweep_dir(build_plan(experiment, overrides))
     sweep = run_sweep(experiment, overrides, out_dir=out, executor=executor,
                       max_workers=max_workers, progress=progress)
-    result = history_match(sweep.sweep_dir, sweep.index, targets)
+    window = train if train is not None else config.calibration.train
+    try:
+        result = history_match(sweep.sweep_dir, sweep.index, targets, window)
+    except AnalysisInputError as exc:
+        if window is None:
+            raise
+        raise ConfigError(f"{experiment}: {exc}") from exc
     write_calibration(result, sweep.sweep_dir / CALIBRATION_DIR)
     return result, sweep
 

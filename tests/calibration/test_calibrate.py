@@ -87,3 +87,29 @@ def test_the_small_hindcast_runs_13_years_and_its_report_compares(tmp_path) -> N
     assert model.loc[model["year"] == 5, "n_flooded"].item() == 0
     report = write_report(out).read_text()
     assert "Hindcast: observed vs simulated" in report and "takeup_sfha" in report
+
+
+def test_a_training_window_fits_on_its_years_and_scores_the_rest_out_of_sample(
+        calibrated, capsys) -> None:
+    result, _, out = calibrated
+    trained, sweep = calibrate(SMALL, TINY, out_dir=out, progress=False, train=(2011, 2017))
+    assert sweep.executed == []
+    points = trained.points
+    # the fit sees 2012, 2013, 2015 and the 2011 spike only; the test 2018, 2021, 2023
+    assert {"test_max_implausibility", "test_plausible", "all_max_implausibility",
+            "test_rmse_takeup_sfha"} <= set(points.columns)
+    fitted = trained.scores[0].table
+    assert set(fitted["calendar_year"].dropna()) <= set(range(2011, 2018))
+    assert "spike_2021" not in set(fitted["target"])
+    # every year at once is the in-sample fit of the calibration without a window
+    pd.testing.assert_series_equal(points["all_max_implausibility"],
+                                   result.points["max_implausibility"], check_names=False)
+    assert (points["plausible"] == (points["max_implausibility"] <= 3.0)).all()
+    summary = json.loads((out / "calibration" / "summary.json").read_text())
+    validation = summary["validation"]
+    assert validation["train"] == [2011, 2017] and validation["test"] == [2018, 2023]
+    assert validation["n_plausible_train"] == int(points["plausible"].sum())
+    assert main(["calibrate", str(SMALL), "--out", str(out), "--no-progress",
+                 "--train", "2011-2017", *sum((["--set", o] for o in TINY), [])]) == 0
+    assert "fitted on 2011-2017" in capsys.readouterr().out
+    assert main(["calibrate", str(SMALL), "--train", "2017-2011"]) == 2
