@@ -6,7 +6,9 @@ Outputs, in ``<sweep dir>/calibration/``:
   series, plausible);
 * ``summary.json``: cutoff, counts, the plausible region per parameter, the best point and its
   full score (every target: observed, simulated, implausibility), the FEMA notice;
-* ``fit.png``: observed vs simulated take-up (best point; range of all plausible runs).
+* ``fit.png``: observed vs simulated take-up (best point; range of all plausible runs);
+* ``sensitivity.csv``: SALib indices of the scores to the parameters
+  (``calibration.sensitivity``).
 
 Calling it again on the same experiment and directory runs nothing already done (the sweep is
 idempotent) and scores again, e.g. after editing the targets, which are not part of the runs'
@@ -18,11 +20,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.hindcast import load_targets, plot_hindcast
 from governed_broker.calibration.history import CalibrationResult, history_match
+from governed_broker.calibration.sensitivity import calibration_sensitivity
 from governed_broker.config import ConfigError, load_experiment
 from governed_broker.sweep.api import SweepResult, default_sweep_dir, run_sweep
 from governed_broker.sweep.plan import build_plan
@@ -75,14 +79,20 @@ def calibrate(
         if window is None:
             raise
         raise ConfigError(f"{experiment}: {exc}") from exc
+    sampler = config.sweep.sampler
+    result = replace(result, sensitivity=calibration_sensitivity(
+        result.points, sampler.second_order if sampler is not None else None))
     write_calibration(result, sweep.sweep_dir / CALIBRATION_DIR)
     return result, sweep
 
 
 def write_calibration(result: CalibrationResult, folder: Path) -> Path:
-    """Write ``points.csv``, ``summary.json`` and ``fit.png`` into ``folder``."""
+    """Write ``points.csv``, ``summary.json``, ``fit.png`` and ``sensitivity.csv`` into
+    ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / "points.csv", result.points.to_csv(index=False))
+    if result.sensitivity is not None:
+        write_atomic(folder / "sensitivity.csv", result.sensitivity.to_csv(index=False))
     write_atomic(folder / "summary.json",
                  json.dumps(result.summary(), indent=2, sort_keys=False) + "\n")
     ensembles = {}

@@ -42,7 +42,8 @@ class CalibrationResult:
     """The scored design and the region it leaves.
 
     Attributes:
-        points: One row per parameter point: the parameters (``param.*``), ``n_runs``,
+        points: One row per parameter point, in the design's order: the parameters
+            (``param.*``), ``sample_method`` (when the sweep records it), ``n_runs``,
             ``max_implausibility``, ``rmse_<series>``, ``plausible``; with a training
             window also ``test_max_implausibility``, ``test_rmse_<series>``,
             ``test_plausible`` (the years after the window) and ``all_max_implausibility``,
@@ -56,6 +57,8 @@ class CalibrationResult:
         targets: The targets scored against (the training window's, when there is one).
         validation: With a training window: the windows and the out-of-sample summary
             (``out_of_sample_summary``); None without one.
+        sensitivity: SALib indices of the scores to the parameters
+            (``calibration.sensitivity.calibration_sensitivity``; set by ``calibrate``).
     """
 
     points: pd.DataFrame
@@ -65,6 +68,7 @@ class CalibrationResult:
     best: int | None
     targets: HindcastTargets
     validation: dict | None = None
+    sensitivity: pd.DataFrame | None = None
 
     @property
     def n_plausible(self) -> int:
@@ -132,6 +136,8 @@ def history_match(sweep_dir: Path, index: pd.DataFrame, targets: HindcastTargets
         score = score_measures(runs, fit)
         scores[number], measures[number] = score, runs
         row = {p: group[p].iloc[0] for p in params}
+        if "sample_method" in group.columns:
+            row["sample_method"] = group["sample_method"].iloc[0]
         row.update(n_runs=len(runs), max_implausibility=score.max_implausibility,
                    **{f"rmse_{k}": v for k, v in score.rmse.items()},
                    plausible=score.plausible)
