@@ -104,6 +104,10 @@ def out_of_sample_text(validation: dict) -> str:
                      f"{best['test_max_implausibility']:.3g} after it; RMSE after it {rmse}")
     whole = validation["in_sample"]
     found = whole["best_max_implausibility"]
-    lines.append(f"in-sample fit (every year): {whole['n_plausible']} points plausible, best "
-                 f"max implausibility {'n/a' if found is None else f'{found:.3g}'}")
+    line = (f"in-sample fit (every year): {whole['n_plausible']} points plausible, best "
+            f"max implausibility {'n/a' if found is None else f'{found:.3g}'}")
+    if whole["best_rmse"]:
+        line += "; RMSE " + ", ".join(f"{k} {v:.4f}" for k, v in whole["best_rmse"].items()
+                                      if v is not None)
+    lines.append(line)
     return "\n".join(lines)

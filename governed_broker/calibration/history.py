@@ -46,8 +46,8 @@ class CalibrationResult:
             (``param.*``), ``sample_method`` (when the sweep records it), ``n_runs``,
             ``max_implausibility``, ``rmse_<series>``, ``plausible``; with a training
             window also ``test_max_implausibility``, ``test_rmse_<series>``,
-            ``test_plausible`` (the years after the window) and ``all_max_implausibility``,
-            ``all_plausible`` (every year: the in-sample fit).
+            ``test_plausible`` (the years after the window) and the same with ``all_``
+            (every year: the in-sample fit).
         scores: Point number (row of ``points``) -> its full score.
         measures: Point number -> the measures of its runs (for plots).
         region: Parameter -> ``{"low", "high"}`` (numbers) or ``{"values"}`` (categories)
@@ -145,10 +145,9 @@ def history_match(sweep_dir: Path, index: pd.DataFrame, targets: HindcastTargets
             whole = [run_measures(t, targets) for t in tables]
             for prefix, window in (("test_", test), ("all_", targets)):
                 other = score_measures(whole, window)
-                row[f"{prefix}max_implausibility"] = other.max_implausibility
-                if prefix == "test_":
-                    row.update({f"test_rmse_{k}": v for k, v in other.rmse.items()})
-                row[f"{prefix}plausible"] = other.plausible
+                row.update({f"{prefix}max_implausibility": other.max_implausibility,
+                            **{f"{prefix}rmse_{k}": v for k, v in other.rmse.items()},
+                            f"{prefix}plausible": other.plausible})
         rows.append(row)
     points = pd.DataFrame(rows)
     finite = points["max_implausibility"].dropna()
@@ -189,12 +188,20 @@ def out_of_sample_summary(points: pd.DataFrame, best: int | None, train: tuple[i
             "point": best,
             "train_max_implausibility": _plain(points.loc[best, "max_implausibility"]),
             "test_max_implausibility": _plain(points.loc[best, "test_max_implausibility"]),
-            "test_rmse": {c[len("test_rmse_"):]: _plain(points.loc[best, c])
-                          for c in points.columns if c.startswith("test_rmse_")}},
+            "train_rmse": _rmse(points, best, "rmse_"),
+            "test_rmse": _rmse(points, best, "test_rmse_")},
         "in_sample": {
             "n_plausible": int(points["all_plausible"].sum()),
-            "best_max_implausibility": _plain(in_sample.min()) if len(in_sample) else None},
+            "best_point": int(in_sample.idxmin()) if len(in_sample) else None,
+            "best_max_implausibility": _plain(in_sample.min()) if len(in_sample) else None,
+            "best_rmse": _rmse(points, int(in_sample.idxmin()), "all_rmse_")
+            if len(in_sample) else None},
     }
+
+
+def _rmse(points: pd.DataFrame, row: int, prefix: str) -> dict:
+    return {c[len(prefix):]: _plain(points.loc[row, c])
+            for c in points.columns if c.startswith(prefix)}
 
 
 def _region(points: pd.DataFrame, params: list[str]) -> dict[str, dict]:

@@ -1,10 +1,10 @@
-"""Which calibration parameters the hindcast's fit is sensitive to: SALib first-order indices
-over the calibration design.
+"""Which calibration parameters the hindcast's fit is sensitive to: SALib indices over the
+calibration design.
 
 Every parameter point of a calibration (replicates already averaged into its score) is one
 sample; for each score column of ``points.csv`` (the largest implausibility and the RMSE of
-every series, and with a training window their out-of-sample counterparts) the indices of each
-numeric parameter are estimated with SALib (``analysis.sensitivity.sobol_indices``): Sobol'
+every series, and with a training window their out-of-sample and all-years counterparts) the
+indices of each numeric parameter are estimated with SALib (``analysis.sensitivity.sobol_indices``): Sobol'
 first- and total-order indices (``S1``, ``ST``) when the design is a Saltelli sample
 (``sweep.sampler.method: sobol``; ``experiments/passaic_sensitivity_small.yaml``), else
 RBD-FAST first-order indices, which accept any design (the calibration's Latin hypercube; with
@@ -20,7 +20,8 @@ from governed_broker.analysis.sensitivity import sobol_indices
 from governed_broker.sweep.plan import PARAM_PREFIX
 
 #: Score columns of ``points.csv`` whose sensitivity is estimated (those present).
-SCORE_PREFIXES = ("max_implausibility", "rmse_", "test_max_implausibility", "test_rmse_")
+SCORE_PREFIXES = ("max_implausibility", "rmse_", "test_max_implausibility", "test_rmse_",
+                  "all_max_implausibility", "all_rmse_")
 
 #: Fewest points RBD-FAST is run on (SALib needs N > 2M with M >= 1 and half of N bootstrapped).
 MIN_POINTS = 8
@@ -45,7 +46,7 @@ def calibration_sensitivity(points: pd.DataFrame,
     params = [c for c in points.columns if c.startswith(PARAM_PREFIX)
               and pd.api.types.is_numeric_dtype(points[c]) and points[c].nunique() > 1]
     outputs = [c for c in points.columns if c.startswith(SCORE_PREFIXES)
-               and c not in ("plausible", "test_plausible")]
+               and not c.endswith("plausible")]
     saltelli = "sample_method" in points.columns and points["sample_method"].astype(
         str).str.lower().isin({"sobol", "saltelli"}).all()
     columns = ["output", "parameter", "S1", "S1_conf", "ST", "ST_conf", "method", "n_points"]
