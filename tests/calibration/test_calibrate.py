@@ -72,6 +72,9 @@ def test_the_hindcast_files_run_once_and_their_calibrations_sweep() -> None:
     for name in ("passaic_hindcast", "passaic_hindcast_small", "passaic_hindcast_llm"):
         assert load_experiment(REPO / "experiments" / f"{name}.yaml").sweep is None
     assert load_experiment(SMALL).sweep.sampler.n == 40
+    sobol = load_experiment(REPO / "experiments" / "passaic_sensitivity_small.yaml").sweep
+    assert sobol.sampler.method == "sobol" and sobol.replicates == 1
+    assert set(sobol.sampler.bounds) == set(load_experiment(SMALL).sweep.sampler.bounds)
     llm = load_experiment(REPO / "experiments" / "passaic_calibration_llm.yaml").sweep
     assert "llm.temperature" in llm.sampler.bounds
 
