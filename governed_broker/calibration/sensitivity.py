@@ -4,11 +4,12 @@ calibration design.
 Every parameter point of a calibration (replicates already averaged into its score) is one
 sample; for each score column of ``points.csv`` (the largest implausibility and the RMSE of
 every series, and with a training window their out-of-sample and all-years counterparts) the
-indices of each numeric parameter are estimated with SALib (``analysis.sensitivity.sobol_indices``): Sobol'
-first- and total-order indices (``S1``, ``ST``) when the design is a Saltelli sample
-(``sweep.sampler.method: sobol``; ``experiments/passaic_sensitivity_small.yaml``), else
-RBD-FAST first-order indices, which accept any design (the calibration's Latin hypercube; with
-40 points they are too rough to read: SALib's bootstrap half-width is reported beside them).
+indices of each numeric parameter are estimated with SALib
+(``analysis.sensitivity.sobol_indices``): Sobol' first- and total-order indices (``S1``,
+``ST``) when the design is a Saltelli sample (``sweep.sampler.method: sobol``;
+``experiments/passaic_sensitivity_small.yaml``), else RBD-FAST first-order indices, which
+accept any design (the calibration's Latin hypercube; with 40 points they are too rough to
+read: SALib's bootstrap half-width is reported beside them).
 """
 
 from __future__ import annotations
