@@ -88,9 +88,9 @@ def test_the_small_hindcast_runs_13_years_and_its_report_compares(tmp_path) -> N
     # on cells wet in 2011), the quiet years none
     agents = pd.read_csv(out / "agents_yearly.csv")
     first = agents[agents["year"] == 1]
-    for zone, share in (("sfha", 0.2), ("non_sfha", 0.02)):
+    for zone, rule in config.hazard.raster.placement.zones.items():
         flooded = first.loc[first["flood_zone"] == zone, "flooded"]
-        assert flooded.sum() == round(share * len(flooded))
+        assert 0 < rule.share < 1 and flooded.sum() == round(rule.share * len(flooded))
     assert model.loc[model["year"] == 5, "n_flooded"].item() == 0
     report = write_report(out).read_text()
     assert "Hindcast: observed vs simulated" in report and "takeup_sfha" in report
