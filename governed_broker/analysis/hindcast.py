@@ -23,6 +23,10 @@ range and a source. Measures, on the runs' ``agents_yearly.csv``:
 
 Each measure's implausibility ``I = |f - z| / sqrt(sd^2 + var / n)`` (``f`` the mean over the
 runs, ``var`` their variance, ``n`` their number); a target is met when ``I <= cutoff``.
+
+``HindcastTargets.within(first, last)`` keeps the targets of a window of years (a training
+window is measured on the runs up to its last year only; the years after it are the test of
+``governed-broker calibrate --train``).
 """
 
 from __future__ import annotations
