@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from governed_broker import progress
 from governed_broker.cognition.context import memory_text
 from governed_broker.cognition.insight_check import unsupported
 from governed_broker.cognition.prompts import REFLECTION_TEMPLATES
@@ -153,9 +154,12 @@ class ReflectionEngine:
 
         async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:
             async with semaphore:
-                return await self._reflect_one(target, year)
+                result = await self._reflect_one(target, year)
+            progress.advance()
+            return result
 
         ordered = sorted(targets, key=lambda t: t.agent_id)
+        progress.phase("reflections", len(ordered))
         results = await asyncio.gather(*(one(t) for t in ordered))
         records = []
         for target, (record, insights) in zip(ordered, results, strict=True):
@@ -185,8 +189,11 @@ class ReflectionEngine:
 
         async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:
             async with semaphore:
-                return await self._reflect_one(target, year)
+                result = await self._reflect_one(target, year)
+            progress.advance()
+            return result
 
+        progress.phase("reflections", len(ordered))
         results = await asyncio.gather(*(one(g[0]) for g in ordered))
         records = []
         for group, (record, insights) in zip(ordered, results, strict=True):

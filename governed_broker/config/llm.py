@@ -91,8 +91,10 @@ class LLMConfig(StrictModel):
     )
     threads: int | None = Field(
         None, ge=1, le=1024,
-        description="embedded: CPU threads; default all usable cores; at most 1024 (more than "
-        "any one machine has)"
+        description="embedded: CPU threads; default 2 (1 on a one-core machine), whatever the "
+        "machine, because a reply depends on the thread count (it is part of the response-cache "
+        "key and the validity card's key: docs/llm_backends.md); at most 1024 (more than any "
+        "one machine has)"
     )
     prompt_cache: bool = Field(
         True,
@@ -139,7 +141,9 @@ class LLMConfig(StrictModel):
         "largest context of current open models",
     )
     timeout_s: float = Field(
-        300.0, gt=0, description="seconds per call before it counts as a timeout"
+        300.0, gt=0, description="seconds per call before it counts as a timeout; embedded: "
+        "the longest wait for the next token (a stall), so a call still producing tokens on a "
+        "slow machine is never cut off"
     )
     retries: int = Field(
         3, ge=0, le=10, description="retries of transport errors made in any case (never of "

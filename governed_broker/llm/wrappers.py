@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from governed_broker import progress
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.llm.cache import ResponseCache, cache_key
 from governed_broker.llm.call_log import CallLog
@@ -51,6 +52,9 @@ class BackendWrapper(LLMBackend):
     def stats(self) -> dict[str, Any]:
         return self.inner.stats()
 
+    def reply_settings(self) -> dict[str, Any]:
+        return self.inner.reply_settings()
+
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
 
@@ -67,7 +71,8 @@ class CachedBackend(BackendWrapper):
 
     def key_for(self, request: LLMRequest) -> str:
         """The cache key of ``request`` for this backend and model."""
-        return cache_key(self.inner.kind, self.inner.model_id, request)
+        return cache_key(self.inner.kind, self.inner.model_id, request,
+                         self.inner.reply_settings())
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
         key = self.key_for(request)
@@ -91,7 +96,8 @@ class CachedBackend(BackendWrapper):
 
 
 class LoggedBackend(BackendWrapper):
-    """Records every call (successful or failed, cached or not) in a :class:`CallLog`."""
+    """Records every call (successful or failed, cached or not) in a :class:`CallLog`, and
+    reports each finished call to the open progress line (``governed_broker.progress``)."""
 
     def __init__(self, inner: LLMBackend, log: CallLog) -> None:
         super().__init__(inner)
@@ -108,10 +114,12 @@ class LoggedBackend(BackendWrapper):
                 error=exc,
             )
             raise
+        seconds = time.perf_counter() - start
         self.log.record(
-            request, started, time.perf_counter() - start, self.kind, self.model_id,
+            request, started, seconds, self.kind, self.model_id,
             response=response, cache_key=response.extra.get("cache_key"),
         )
+        progress.llm_call(request.tag, seconds, response.cached)
         return response
 
     async def aclose(self) -> None:
