@@ -77,6 +77,7 @@ class _Phase:
     total: int
     done: int = 0
     label: str = ""
+    started: float = field(default_factory=time.perf_counter)
 
 
 @dataclass
@@ -89,6 +90,8 @@ class Progress:
         live: Rewrite one line in place (default: whether ``stream`` is a terminal).
         min_interval_s: Plain lines at most this often, besides the end of each phase.
         enabled: False reports nothing.
+        totals: Also show the units of the phase's kind done in all of the job's plan
+            (``decisions 3/8 (27/102 in all)``), for jobs whose plan is exact.
     """
 
     label: str
@@ -96,6 +99,7 @@ class Progress:
     live: bool | None = None
     min_interval_s: float = 10.0
     enabled: bool = True
+    totals: bool = False
     context: str = ""
     calls: int = 0
     call_seconds: float = 0.0
@@ -191,7 +195,13 @@ class Progress:
         if self.context:
             parts.append(self.context)
         if self.current is not None:
-            parts.append(f"{self.current.label} {self.current.done}/{self.current.total}")
+            phase = self.current
+            shown = f"{phase.label} {phase.done}/{phase.total}"
+            kind = self.kinds.get(phase.kind)
+            if self.totals and kind is not None:
+                in_all = kind.done - phase.done + phase.total + kind.left
+                shown += f" ({kind.done}/{in_all} in all)"
+            parts.append(shown)
         text = "  ".join(parts)
         if self.calls:
             cached = f", {self.cached} cached" if self.cached else ""
@@ -200,13 +210,23 @@ class Progress:
         spc = self.seconds_per_call()
         elapsed = time.perf_counter() - self.started
         done, total = self._steps
+        phase = self.current
         if spc is not None and left >= 0.5:
             text += f" | about {left:.0f} calls left, ETA {duration(left * spc)}"
         elif self.calls == 0 and done and total > done:
             text += f" | ETA {duration(elapsed / done * (total - done))}"
+        elif self.calls == 0 and phase is not None and 0 < phase.done < phase.total:
+            per_unit = (time.perf_counter() - phase.started) / phase.done
+            text += f" | ETA {duration(per_unit * (phase.total - phase.done))}"
         else:
             text += f" | {duration(elapsed)} elapsed"
         return text
+
+    def relabel(self, label: str) -> None:
+        """Rename the current phase (e.g. ``runs (2 running, 1 failed)``)."""
+        with self._lock:
+            if self.current is not None:
+                self.current.label = label
 
     def _show(self, force: bool) -> None:
         if not self.enabled:

@@ -88,6 +88,23 @@ def count_households(config: ExperimentConfig) -> int:
     return max(0, len(lines) - 1)  # minus the header
 
 
+def expected_reasks(config: ExperimentConfig) -> float:
+    """Re-asks expected per household decision (``REASKS_PER_DECISION`` within the budgets)."""
+    governance = config.governance
+    return min(REASKS_PER_DECISION, governance.max_retries + governance.max_parse_retries)
+
+
+def expansions_per_decision(config: ExperimentConfig) -> int:
+    """Retrieval query-expansion calls per household decision (MQE, HyDE: one each when on)."""
+    rag = config.rag
+    return int(rag.enabled) * (int(rag.mqe) + int(rag.hyde))
+
+
+def calls_per_decision(config: ExperimentConfig) -> float:
+    """LLM calls expected per household decision: the decision, its re-asks, expansions."""
+    return 1 + expected_reasks(config) + expansions_per_decision(config)
+
+
 def estimate_run_cost(config: ExperimentConfig, households: int | None = None) -> RunCost:
     """Count a run's household-years and LLM calls of every kind from its configuration.
 
@@ -99,11 +116,8 @@ def estimate_run_cost(config: ExperimentConfig, households: int | None = None) -
     hy = n * config.years
     household_llm = config.decision.maker == "llm"
     decisions = hy if household_llm else 0
-    governance = config.governance
-    reasks = min(REASKS_PER_DECISION, governance.max_retries + governance.max_parse_retries)
-    expansions = 0
-    if household_llm and config.rag.enabled:
-        expansions = decisions * (int(config.rag.mqe) + int(config.rag.hyde))
+    reasks = expected_reasks(config)
+    expansions = decisions * expansions_per_decision(config)
     reflect = household_llm and config.reflection.enabled
     reflections = n * (config.years // config.reflection.interval_years) if reflect else 0
     institutions = 0
