@@ -7,7 +7,7 @@ sentences, never cut halfway) and checked against the memories it was drawn from
 (``cognition.insight_check``): an insight stopped by the schema's limit, or with a claim or a
 number that no source memory supports, is rejected and recorded, never stored. The others are
 stored with the engine's ``add_insight`` at a salience equal to the highest importance among
-their source memories (importance = ``insight_importance`` x salience, SPEC 3.1), so a flood
+their source memories (importance = ``insight_importance`` x salience, docs/memory.md), so a flood
 year's lessons outlast a quiet year's. Every reflection, including the failed, skipped and
 rejected ones, is written to ``reflections.jsonl``. Households reflect concurrently; insights
 are stored in agent-id order so memory ids do not depend on completion order.

@@ -1,4 +1,4 @@
-"""Human-centric memory (SPEC 3): engine, working/episodic/semantic/procedural stores,
+"""Human-centric memory (docs/memory.md): engine, working/episodic/semantic/procedural stores,
 consolidation, fidelity, metacognition, Markdown export and the household adapter.
 
 Heavy optional dependencies (FAISS, sentence-transformers, ollama) are imported only when

@@ -1,4 +1,4 @@
-"""The human-centric memory engine (SPEC 3.1, seed 003) and its window-only ablation variant.
+"""The human-centric memory engine (docs/memory.md, seed 003) and its window-only ablation variant.
 
 Encoding: ``importance = W_emotion * W_source`` from keyword categories (or explicit).
 Retrieval score: ``S(m, t) = importance * exp(-decay_rate * (1 - 0.5 * W_emotion) * (t - year))``.
@@ -39,7 +39,7 @@ def _keywords(cats: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 class HumanCentricMemoryEngine:
-    """One agent's memory: working memory, long-term memory, insights (SPEC 3.1).
+    """One agent's memory: working memory, long-term memory, insights (docs/memory.md).
 
     Args:
         window_size: Working-memory capacity (items of the current year).
@@ -51,7 +51,7 @@ class HumanCentricMemoryEngine:
         min_score: Long-term items scoring below this are not retrieved.
         insight_importance: Importance of insights.
         importance_boost: ``W_emotion`` of insights.
-        emotion_weights: Emotion category -> weight (default: SPEC 3.1 table).
+        emotion_weights: Emotion category -> weight (default: docs/memory.md table).
         source_weights: Source category -> weight.
         keywords: Category -> words (emotion and source categories share this mapping, so
             category names must be unique across the two kinds).

@@ -1,5 +1,5 @@
-"""The Mesa flood world (SPEC section 2). The decision interface it uses lives in
-``governed_broker.contracts.decision``."""
+"""The Mesa flood world (docs/ARCHITECTURE.md "Yearly loop"). The decision interface it uses
+lives in ``governed_broker.contracts.decision``."""
 
 from governed_broker.sim.baseline import BaselineDecisionMaker
 from governed_broker.sim.model import AGENT_COLUMNS, FloodModel, HouseholdAgent, model_columns
