@@ -9,7 +9,8 @@ nothing when none is:
 - ``llm_call(tag, seconds, cached)`` after every LLM call (``llm.wrappers.LoggedBackend``).
 
 On a terminal one line is rewritten in place; elsewhere (a log file, a SLURM job) plain lines
-are printed, at most one every ``min_interval_s`` seconds and at the end of each phase.
+are printed at the start and end of each phase and at most one every ``min_interval_s``
+seconds in between.
 A line reads, for example::
 
     demo  year 2/4  decisions 3/6  | 14 LLM calls, 9.8 s/call | about 31 calls left, ETA 5m 04s
@@ -141,7 +142,7 @@ class Progress:
             k = self.kinds.setdefault(kind, _Kind())
             k.left = max(0, k.left - total)
             self.current = _Phase(kind, int(total), label=label or kind)
-            self._show(force=False)
+            self._show(force=True)  # a log shows each phase start: a slow first call is seen
 
     def advance(self, n: int = 1) -> None:
         """``n`` units of the current phase are done."""
