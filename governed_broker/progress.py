@@ -17,8 +17,9 @@ A line reads, for example::
 
 The ETA counts the calls still to come from the job's plan (:meth:`Progress.plan`: units of
 each kind still to do and the calls each is expected to take), and recalibrates both from
-what this job measured: calls per unit once a few units of a kind are done, seconds per call
-from the calls made so far.
+what this job measured: calls per unit (the measured rate, drawn towards the plan's while few
+units are done), seconds per call from the calls made so far. After ``MEASURED_AFTER`` units
+it says so in a line of its own.
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ class _Kind:
     calls: int = 0
 
     def per_unit(self) -> float:
-        if self.done >= MEASURED_AFTER:
-            return self.calls / self.done
-        return self.calls_per_unit
+        """Calls per unit: the measured rate, drawn towards the plan's figure while few units
+        are done (as if ``MEASURED_AFTER`` units had gone as planned), so that three lucky
+        first decisions do not halve the estimate."""
+        return (self.calls + self.calls_per_unit * MEASURED_AFTER) / (self.done + MEASURED_AFTER)
 
 
 @dataclass
