@@ -110,7 +110,8 @@ class Progress:
     kinds: dict[str, _Kind] = field(default_factory=dict)
     current: _Phase | None = None
     started: float = field(default_factory=time.perf_counter)
-    _steps: tuple[int, int] = (0, 0)  # outer steps finished, of all
+    _steps: tuple[int, int] = (0, 0)  # outer steps finished in this process, of its steps
+    _first_step: int | None = None
     _recalibrated: bool = False
     _last_line: float = float("-inf")
     _shown: int = 0  # characters of the live line on screen
@@ -134,7 +135,9 @@ class Progress:
         calls, the ETA comes from the time the finished steps took."""
         with self._lock:
             self.context = f"{name} {number}/{total}"
-            self._steps = (number - 1, total)
+            if self._first_step is None:  # a resumed job: the steps before it took no time here
+                self._first_step = number
+            self._steps = (number - self._first_step, total - self._first_step + 1)
             self.current = None
             self._show(force=False)
 

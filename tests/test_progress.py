@@ -66,9 +66,13 @@ def test_a_terminal_line_is_rewritten_in_place_and_ended_on_close() -> None:
 
 def test_without_llm_calls_the_eta_comes_from_the_finished_steps() -> None:
     meter = Progress("baseline", stream=io.StringIO())
+    meter.step("year", 1, 10)
     meter.started -= 20  # 20 s for 2 finished years
     meter.step("year", 3, 10)
     assert meter.line().endswith("ETA 1m 20s")
+    resumed = Progress("baseline", stream=io.StringIO())  # years 1-4 were done before
+    resumed.step("year", 5, 10)
+    assert resumed.line().endswith("elapsed")  # nothing measured in this process yet
 
 
 def test_nothing_is_reported_without_an_open_progress() -> None:
