@@ -22,14 +22,17 @@ from governed_broker.config.base import ConfigError
 if TYPE_CHECKING:  # pragma: no cover
     from governed_broker.config.experiment import ExperimentConfig
 
-#: Seconds per LLM call of the embedded default model on 2 idle CPU cores with its default
-#: threads, decisions and reflections alike (benchmarks/bench_demo.py on the demo, cold).
-#: A busy machine is slower: the progress line measures the machine it runs on.
-EMBEDDED_CALL_S = 6.0
+#: Seconds per LLM call of the embedded default model on 2 idle CPU cores with its default 2
+#: threads, decisions and reflections alike: the demo cold on an idle 2-core machine (load
+#: 0.6), 373 s for 55 calls (docs/changelog.md). A busy machine is slower (16-25 s per call
+#: beside other work): the progress line measures the machine it runs on.
+EMBEDDED_CALL_S = 6.8
 #: Re-asks per household decision (unreadable replies and proposals a rule blocked) expected
 #: before a run has measured its own: the embedded default model under the strict profile on
-#: the demo, cold (benchmarks/bench_demo.py). Models and profiles differ; the progress line
-#: recalibrates after the first decisions.
+#: the demo, cold: 0.83 (44 decision calls for 24 decisions) before the demo was made smaller,
+#: 0.56 after it (25 calls for 16 decisions; benchmarks/bench_demo.py, docs/changelog.md); the
+#: larger sample is kept. Models and profiles differ; the progress line recalibrates after the
+#: first decisions.
 REASKS_PER_DECISION = 0.8
 
 
