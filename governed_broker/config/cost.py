@@ -176,7 +176,8 @@ def check_run_limits(config: ExperimentConfig, source: Path,
     for what, value, limit, key in (
         ("household-years", cost.household_years, limits.max_household_years,
          "max_household_years"),
-        ("LLM calls", cost.llm_calls, limits.max_llm_calls, "max_llm_calls"),
+        ("decision and reflection calls", cost.decision_calls + cost.reflection_calls,
+         limits.max_llm_calls, "max_llm_calls"),
     ):
         if value > limit:
             raise ConfigError(

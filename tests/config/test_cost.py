@@ -67,8 +67,8 @@ def test_a_csv_population_is_counted_by_rows(experiments, repo_root) -> None:
     (["population.size=10000000"], "10,000,000 households x 20 years",
      "--set limits.max_household_years=200000000"),
     (["years=1000", "population.size=6", "reflection.interval_years=2",
-      "limits.max_llm_calls=5000"], "13,800 LLM calls",
-     "--set limits.max_llm_calls=13800"),
+      "limits.max_llm_calls=5000"], "9,000 decision and reflection calls",
+     "--set limits.max_llm_calls=9000"),
 ])
 def test_a_run_above_its_limits_states_its_cost_and_how_to_confirm(overrides, states,
                                                                     confirm) -> None:
