@@ -221,8 +221,10 @@ def expected_failure(exc: BaseException) -> str | None:
 
 def _second_interrupt_exits() -> None:
     """Ctrl-C raises ``KeyboardInterrupt`` once (the run cleans up and says how to resume);
-    a second Ctrl-C during that clean-up ends the process at once."""
-    if threading.current_thread() is not threading.main_thread():
+    a second Ctrl-C during that clean-up ends the process at once. A process started with
+    SIGINT ignored (a background job of a script) keeps ignoring it."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         return
     seen = []
 
