@@ -21,6 +21,14 @@ diverge after a few dozen characters), so it is fixed by configuration, never by
 load: ``llm.threads``, default ``DEFAULT_THREADS`` (fewer on a machine with fewer usable
 cores), and it is part of the response-cache key (``reply_settings``) and of the validity
 card's key.
+
+How the threads wait for each other does not change a reply, and is in neither key (it is in
+the backend's info): the runtime is an OpenMP build, and libgomp's default makes a waiting
+thread spin for about 3 ms before it sleeps. On a machine whose cores are busy with other work
+that spinning holds a core the other thread needs, and a call became several times slower; so
+the backend has libgomp load with waiting threads that sleep (``OMP_WAIT_POLICY=PASSIVE``)
+unless the environment already says how they wait (``THREAD_WAIT``; docs/llm_backends.md has
+the measurements).
 """
 
 from __future__ import annotations
@@ -57,6 +65,14 @@ WHOLE_PROMPT = "+whole-prompt"
 DEFAULT_THREADS = 2
 #: Seconds between two checks of a running generation for a stall.
 STALL_CHECK_S = 0.5
+#: How llama.cpp's threads wait for each other unless the environment says otherwise: set
+#: while the runtime (and libgomp with it) is loaded, since libgomp reads it only then. Sleep
+#: at once instead of spinning: on 2 busy cores a call was several times faster; replies are
+#: the same (docs/llm_backends.md has the measurements).
+THREAD_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
+#: The environment variables with which a user chooses how libgomp's threads wait.
+THREAD_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+_loaded_thread_wait: str | None = None  # how the loaded runtime's threads wait
 
 
 def usable_cores() -> int:
@@ -72,15 +88,53 @@ def default_threads() -> int:
     return max(1, min(DEFAULT_THREADS, usable_cores()))
 
 
-def _import_xllamacpp() -> Any:
+def _choose_thread_wait() -> tuple[str, dict[str, str]]:
+    """How the runtime's threads will wait, and what to add to the environment for it.
+
+    Returns:
+        A description for the backend's info, and ``THREAD_WAIT`` if the environment does
+        not already say how threads wait and libgomp is not loaded yet (else nothing).
+    """
+    chosen = {k: os.environ[k] for k in THREAD_WAIT_VARIABLES if k in os.environ}
+    if chosen:
+        return " ".join(f"{k}={v}" for k, v in chosen.items()) + " (from the environment)", {}
+    if _libgomp_loaded():
+        return ("libgomp's default (spinning): libgomp was loaded before the embedded "
+                "backend could set OMP_WAIT_POLICY=PASSIVE; set it in the environment to "
+                "have it"), {}
+    wait = " ".join(f"{k}={v}" for k, v in THREAD_WAIT.items()) + " (the backend's default)"
+    return wait, dict(THREAD_WAIT)
+
+
+def _libgomp_loaded() -> bool:
+    """Whether this process has already loaded libgomp (Linux; False where unknown)."""
     try:
-        import xllamacpp
+        return "libgomp" in Path("/proc/self/maps").read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+def thread_wait() -> str | None:
+    """How the loaded runtime's threads wait for each other (None before it is loaded)."""
+    return _loaded_thread_wait
+
+
+def _import_xllamacpp() -> Any:
+    global _loaded_thread_wait  # noqa: PLW0603 - libgomp is loaded once per process
+    wait, setting = (_loaded_thread_wait, {}) if _loaded_thread_wait else _choose_thread_wait()
+    os.environ.update(setting)
+    try:
+        import xllamacpp  # loads libgomp, which reads its wait policy now and never again
     except ImportError as exc:
         raise LLMError(
             "the embedded backend needs the xllamacpp package: run "
             "`pip install --no-deps --require-hashes -r requirements-llm.txt` "
             "(or choose llm.backend: ollama / openai)"
         ) from exc
+    finally:
+        for name in setting:  # only for the load: the user's environment (and children's) stays
+            del os.environ[name]
+    _loaded_thread_wait = wait
     return xllamacpp
 
 
@@ -334,6 +388,7 @@ class EmbeddedBackend(LLMBackend):
             sha256=self.sha256,
             runtime=f"xllamacpp {runtime_version()}",
             threads=self.threads,
+            thread_wait=thread_wait(),
             n_ctx=self.settings.n_ctx,
         )
         return info

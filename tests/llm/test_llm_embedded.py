@@ -179,3 +179,103 @@ def test_the_thread_count_is_in_the_cache_key_and_fixed_by_default(tmp_path):
     assert default_threads() == min(DEFAULT_THREADS, usable_cores())  # not the machine's load
     assert keys[0] == keys[default_threads()]
     cache.close()
+
+
+@pytest.fixture
+def bare_environment(monkeypatch):
+    """No OpenMP wait variable in the environment; whatever a test sets is undone after it."""
+    from governed_broker.llm.embedded import THREAD_WAIT_VARIABLES
+
+    for name in THREAD_WAIT_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_waiting_threads_sleep_unless_the_environment_says_how_they_wait(bare_environment):
+    from governed_broker.llm import embedded
+
+    bare_environment.setattr(embedded, "_libgomp_loaded", lambda: False)
+    assert embedded._choose_thread_wait() == (
+        "OMP_WAIT_POLICY=PASSIVE (the backend's default)", {"OMP_WAIT_POLICY": "PASSIVE"})
+    bare_environment.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    bare_environment.setenv("GOMP_SPINCOUNT", "300000")
+    assert embedded._choose_thread_wait() == (
+        "OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT=300000 (from the environment)", {})
+
+
+def test_a_wait_policy_that_comes_too_late_is_said_not_assumed(bare_environment):
+    from governed_broker.llm import embedded
+
+    bare_environment.setattr(embedded, "_libgomp_loaded", lambda: True)
+    wait, setting = embedded._choose_thread_wait()
+    assert wait.startswith("libgomp's default (spinning)") and setting == {}
+
+
+@pytest.fixture
+def runtime_import(bare_environment):
+    """Import a stand-in ``xllamacpp`` afresh; returns the OMP_WAIT_POLICY each load saw."""
+    import importlib.abc
+    import importlib.util
+    import os
+    import sys
+
+    from governed_broker.llm import embedded
+
+    seen = []
+
+    class StandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path, target=None):
+            return importlib.util.spec_from_loader(name, self) if name == "xllamacpp" else None
+
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module):
+            seen.append(os.environ.get("OMP_WAIT_POLICY"))
+
+    bare_environment.setitem(sys.modules, "xllamacpp", None)  # restored (or removed) after
+    bare_environment.delitem(sys.modules, "xllamacpp")
+    bare_environment.setattr(sys, "meta_path", [StandIn(), *sys.meta_path])
+    bare_environment.setattr(embedded, "_loaded_thread_wait", None)
+    bare_environment.setattr(embedded, "_libgomp_loaded", lambda: False)
+    return seen
+
+
+def test_the_wait_policy_is_set_only_while_the_runtime_loads(runtime_import):
+    import os
+
+    from governed_broker.llm import embedded
+
+    embedded._import_xllamacpp()
+    embedded._import_xllamacpp()
+    assert runtime_import == ["PASSIVE"]  # loaded once, with waiting threads that sleep
+    assert "OMP_WAIT_POLICY" not in os.environ  # the user's environment, and children's, as was
+    assert embedded.thread_wait() == "OMP_WAIT_POLICY=PASSIVE (the backend's default)"
+
+
+def test_a_wait_policy_the_user_chose_is_kept(runtime_import, bare_environment):
+    import os
+
+    from governed_broker.llm import embedded
+
+    bare_environment.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    embedded._import_xllamacpp()
+    assert runtime_import == ["ACTIVE"] and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert embedded.thread_wait() == "OMP_WAIT_POLICY=ACTIVE (from the environment)"
+
+
+def test_the_wait_policy_is_recorded_but_not_in_the_cache_key(backend, tmp_path, monkeypatch):
+    from governed_broker.llm import embedded
+    from governed_broker.llm.cache import ResponseCache
+    from governed_broker.llm.wrappers import CachedBackend
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    keys = set()
+    for wait in ("OMP_WAIT_POLICY=PASSIVE (the backend's default)", "GOMP_SPINCOUNT=1"):
+        monkeypatch.setattr(embedded, "_loaded_thread_wait", wait)
+        assert backend.describe()["thread_wait"] == wait
+        keys.add(CachedBackend(backend, cache).key_for(ask()))
+    assert len(keys) == 1  # replies are the same either way (real-model test)
+    monkeypatch.setattr(embedded, "_loaded_thread_wait", None)
+    assert backend.describe()["thread_wait"] is None  # not loaded in this process
+    cache.close()

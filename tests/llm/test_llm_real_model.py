@@ -195,3 +195,39 @@ def test_a_cancelled_generation_stops_within_seconds_and_frees_the_model(embedde
     stopped_after = asyncio.run(cancel_while_writing())
     assert stopped_after < 5, f"the generation ran {stopped_after:.1f} s after its cancellation"
     assert_valid(embedded.chat(pmt_request(4)))
+
+
+ONE_REPLY = """
+import json
+import os
+from governed_broker.config.llm import LLMConfig
+from governed_broker.llm import LLMRequest, build_backend
+backend = build_backend(LLMConfig(num_ctx=1024, prompt_cache=False))
+reply = backend.chat(LLMRequest.of(
+    [{"role": "user", "content": "Owner, zone AE, flooded last year. Insure? One sentence."}],
+    temperature=0.7, seed=7, max_tokens=40, num_ctx=1024))
+print(json.dumps({"text": reply.text, "wait": backend.describe()["thread_wait"],
+                  "left": os.environ.get("OMP_WAIT_POLICY")}))
+"""
+
+
+def test_how_the_threads_wait_changes_no_reply():
+    """Sleeping waits (the backend's default) and libgomp's spinning give the same text.
+
+    That is why the wait policy is recorded in the manifest but is in neither key. It is read
+    once per process, so each policy answers in a process of its own.
+    """
+    import os
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    replies = []
+    for extra in ({}, {"GOMP_SPINCOUNT": "300000"}):  # the default, libgomp's own default
+        done = subprocess.run([sys.executable, "-c", ONE_REPLY], env=base | extra,
+                              capture_output=True, text=True, check=True, timeout=600)
+        replies.append(json.loads(done.stdout.splitlines()[-1]))
+    assert replies[0]["wait"] == "OMP_WAIT_POLICY=PASSIVE (the backend's default)"
+    assert replies[0]["left"] is None  # set only while the runtime loaded
+    assert replies[1]["wait"] == "GOMP_SPINCOUNT=300000 (from the environment)"
+    assert replies[0]["text"] and replies[0]["text"] == replies[1]["text"]
