@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from governed_broker.contracts.institutions import (
     InstitutionMaker,
     InstitutionSituation,
     format_value,
+    lever_value,
 )
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.llm.reliability import parse_json_reply
@@ -245,12 +245,10 @@ class InstitutionBroker:
                 return None, {}, "the reply is not a JSON object"
         levers: dict[str, float] = {}
         for lever in situation.levers:
-            value = data.get(lever)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                return None, {}, f"lever {lever!r} must be a number, got {value!r:.60}"
-            if not math.isfinite(value):
-                return None, {}, f"lever {lever!r} must be a finite number"
-            levers[lever] = float(value)
+            try:
+                levers[lever] = lever_value(lever, data.get(lever))
+            except ValueError as exc:
+                return None, {}, str(exc)
         texts = {}
         for key in TEXT_FIELDS:
             value = data.get(key)

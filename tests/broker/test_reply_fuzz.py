@@ -135,3 +135,70 @@ def test_a_lone_surrogate_escape_is_cleaned_and_recorded() -> None:
 def test_deep_nesting_is_a_parse_failure_not_a_crash() -> None:
     result = parse_decision("{" + '"a":[' * 3_000 + "}", OWNER_ACTIONS, SCALE, 100)
     assert not result.ok and "nested" in result.error
+
+
+# -- institutions --------------------------------------------------------------------------
+
+#: Hostile lever values: overflowing sums, integers no float holds, non-finite, wrong types.
+HOSTILE_LEVERS = (1e308, -1e308, 10 ** 400, -(10 ** 40), 1e16, float("nan"), float("inf"),
+                  True, None, "1e308", [1], {"v": 1})
+#: Numbers, some within the limits, some beyond them (re-asked, then rejected).
+NUMBERS = (-1, 0, 0.05, 0.5, 1.2, 1000.0, 5e9, 1e15)
+
+
+def _institution_reply(rng: random.Random, levers: tuple[str, ...]) -> str:
+    obj = {"assessment": "fuzz.", **{lv: rng.choice(HOSTILE_LEVERS if rng.random() < 0.15
+                                                    else NUMBERS) for lv in levers},
+           "reason": "fuzz."}
+    if rng.random() < 0.2:
+        del obj[rng.choice(list(obj))]
+    text = json.dumps(obj, allow_nan=True)
+    if rng.random() < 0.7:
+        return text
+    return rng.choice([text[: rng.randint(0, len(text))],
+                       text.replace("}", ', "n": ' + "9" * 5000 + "}", 1),
+                       text.replace("}", ', "n": 1e999}', 1)])
+
+
+def test_fuzzed_institution_replies_never_crash_a_run() -> None:
+    from governed_broker.broker.institutions import TEXT_FIELDS, build_institution_makers
+    from governed_broker.config import load_experiment
+    from governed_broker.config.resolved import resolve_experiment
+    from governed_broker.contracts.institutions import InstitutionSituation
+    from governed_broker.llm.scripted import ScriptedBackend
+    from governed_broker.runner import build_decision_maker
+    from governed_broker.sim.institution_rules import limit_violations
+    from governed_broker.sim.model import FloodModel
+
+    repo = Path(__file__).resolve().parents[2]
+    llm = {"backend": "scripted", "model": "fuzz", "cache": {"mode": "off"},
+           "script": str(repo / "tests" / "fixtures" / "scripted_institutions.yaml")}
+    experiment = resolve_experiment(load_experiment(repo / "experiments" / "institutions.yaml", [
+        "years=40", "population.size=6", "outputs.plots=false", f"llm={json.dumps(llm)}",
+        "institutions.government.maker=llm", "institutions.insurer.maker=llm",
+        "hazard.zones.high.annual_probability=0.3", "governance.max_retries=1"]))
+    rng = random.Random(40)
+
+    def fuzzed(request) -> str:
+        levers = [k for k in request.json_schema["properties"] if k not in TEXT_FIELDS]
+        return _institution_reply(rng, tuple(levers))
+
+    backend = ScriptedBackend([(r".", fuzzed)], name="fuzz")
+    makers = build_institution_makers(experiment, Path("."), backend=backend)
+    model = FloodModel(experiment.config, build_decision_maker(experiment, Path(".")),
+                       institution_makers=makers)
+    statuses = set()
+    try:
+        for _ in range(experiment.config.years):
+            model.step()  # never raises, whatever the replies
+            for agent, r in zip(model.institutions.agents, model.institutions.records,
+                                strict=True):
+                json.dumps(r, allow_nan=False)  # the audit line is strict JSON
+                statuses.add(r["status"])
+                seen = InstitutionSituation(r["institution"], r["year"], r["facts"],
+                                            r["levers_before"], r["in_force_before"])
+                assert not limit_violations(agent.domain, seen, r["levers"]), r["levers"]
+    finally:
+        model.institutions.close()
+    assert len(backend.calls) >= 200
+    assert {"parse_failed", "rejected"} <= statuses, statuses
