@@ -28,7 +28,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from governed_broker.config.base import ConfigError
+from governed_broker.config.base import ConfigError, excerpt
 
 #: Files a run writes into its directory (SQLite side files included).
 RUN_FILES = frozenset({
@@ -84,11 +84,35 @@ def check_out_dir(out_dir: str | Path, cwd: Path | None = None) -> Path:
             f"--out {str(requested)!r}: resolves to {resolved}, which is the working directory "
             f"or a parent of it; a run directory must be a folder of its own, e.g. "
             f"outputs/<name>")
+    _check_name_lengths(requested, resolved)
     for path in (resolved, partial_dir(resolved)):
         if path.is_symlink() or (path.exists() and not path.is_dir()):
             raise ConfigError(f"--out {str(requested)!r}: {path} exists and is not a directory "
                               "(or is a symbolic link); choose another --out")
     return resolved
+
+
+#: Longest file name (bytes) and path (bytes) most file systems take (Linux NAME_MAX and
+#: PATH_MAX less room for what a run writes inside its directory).
+NAME_MAX_BYTES, PATH_MAX_BYTES = 255, 3800
+#: The longest suffix a run adds to its directory's name (``<out>.partial``).
+_SUFFIX = ".partial"
+
+
+def _check_name_lengths(requested: Path, resolved: Path) -> None:
+    """Refuse a run directory whose name (with ``.partial``) or path the file system cannot
+    hold, before anything is created."""
+    longest = NAME_MAX_BYTES - len(_SUFFIX)
+    for part in resolved.parts:
+        size = len(os.fsencode(part))
+        if size > longest:
+            raise ConfigError(
+                f"--out {excerpt(str(requested), 60)!r}: the name {excerpt(part, 40)!r} has "
+                f"{size} bytes; a file system takes at most {NAME_MAX_BYTES}, and a run "
+                f"adds '{_SUFFIX}', so a run directory's name may have at most {longest}")
+    if len(os.fsencode(str(resolved))) > PATH_MAX_BYTES:
+        raise ConfigError(f"--out {excerpt(str(requested), 60)!r}: the path is longer than the "
+                          f"{PATH_MAX_BYTES} bytes a run directory may have; choose a shorter one")
 
 
 def _home() -> Path | None:
@@ -195,8 +219,17 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        """Take the lock or raise ``ConfigError`` naming the process that holds it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Take the lock or raise ``ConfigError`` naming the process that holds it (or saying
+        why the lock cannot be created where ``--out`` points: the first file a run creates)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._take()
+        except OSError as exc:
+            raise ConfigError(
+                f"--out {self.path.with_suffix('')}: cannot create {exc.filename or self.path} "
+                f"({exc.strerror or exc}); choose a directory you may write to") from None
+
+    def _take(self) -> None:
         for _ in range(10):
             fd = self._open()
             try:

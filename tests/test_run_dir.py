@@ -237,3 +237,27 @@ def test_a_kill_while_finishing_never_reruns_a_year(experiments, tmp_path, monke
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["n_agent_rows"] == json.loads(
         (reference / "manifest.json").read_text())["n_agent_rows"]
+
+
+@pytest.mark.parametrize("out", ["/proc/governed-broker-run", "/proc/self/x/run",
+                                 "a" * 300, "outputs/" + "b" * 250])
+def test_an_out_that_cannot_be_created_is_a_configuration_error(experiments, workspace,
+                                                                 capsys, out) -> None:
+    path = experiments.write(experiments.data())
+    before = _tree(workspace)
+    assert main(["run", str(path), "--set", "years=2", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "\nconfiguration error: --out" in err and "not expected" not in err
+    assert len(err) < 600 and _tree(workspace) == before
+
+
+@pytest.mark.parametrize("name", ["CON", "con", "Nul", "aux.v2", "COM1", "lpt9.tar", "prn",
+                                  "run."])
+def test_names_windows_cannot_hold_are_refused(experiments, workspace, capsys, name) -> None:
+    data = experiments.data()
+    data["name"] = name
+    path = experiments.write(data)
+    assert main(["run", str(path), "--set", "years=2"]) == 2
+    err = capsys.readouterr().err
+    assert "field 'name'" in err and "Windows" in err
+    assert not (workspace / "outputs" / name).exists()
