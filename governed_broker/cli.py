@@ -177,13 +177,16 @@ def expected_failure(exc: BaseException) -> str | None:
     """The one-line message of an expected runtime failure (None: unexpected, a bug).
 
     Expected: LLM backend errors (missing package or model, unreachable server: their
-    messages say what to do), the explorer's start-up errors, and the machine's state (a full
+    messages say what to do), the explorer's start-up errors, another process taking over a
+    run's directory (its lock deleted, its outputs changed), and the machine's state (a full
     disk, no permission).
     """
     from governed_broker.explore.server import ExplorerError
     from governed_broker.llm.base import LLMError
+    from governed_broker.run_dir import LockLostError
+    from governed_broker.runner import OutputsChangedError
 
-    if isinstance(exc, LLMError | ExplorerError):
+    if isinstance(exc, LLMError | ExplorerError | LockLostError | OutputsChangedError):
         return str(exc)
     if isinstance(exc, OSError) and exc.errno in EXPECTED_ERRNOS:
         where = f": {exc.filename}" if exc.filename else ""

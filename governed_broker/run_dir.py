@@ -15,17 +15,26 @@ rules keep that from ever destroying data that is not one of our runs:
 * **One writer** (``RunLock``): ``<out>.lock`` beside the output is locked with ``flock`` for
   the whole run, so a second run into the same ``--out`` is refused instead of interleaving its
   rows with the first one's. The operating system releases the lock when the process dies
-  (``kill -9`` included), so an interrupted run can always be resumed.
+  (``kill -9`` included), so an interrupted run can always be resumed. A lock file deleted or
+  replaced while its run writes (``rm`` on a shared node) no longer excludes anyone: the holder
+  checks that its lock is still the file on disk before each year, each checkpoint and
+  publishing (``RunLock.verify``) and stops with ``LockLostError`` otherwise.
+* **Outputs as written** (``output_problems``): the manifest records the size and sha256 of
+  every output table and audit file as the run wrote them and the number of agent rows; a run
+  is published, and a sweep counts it done, only when the files on disk still match.
 """
 
 from __future__ import annotations
 
+import csv
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from governed_broker.config.base import ConfigError, excerpt
@@ -205,6 +214,11 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     os.replace(tmp, path)
 
 
+class LockLostError(RuntimeError):
+    """The run's lock file was deleted or replaced while it ran: another run may now write
+    into the same directory, so this one stops without writing or publishing more."""
+
+
 class RunLock:
     """An exclusive, non-blocking ``flock`` on ``<out>.lock`` for the duration of a run.
 
@@ -250,12 +264,26 @@ class RunLock:
             os.close(fd)  # the file was released and unlinked meanwhile: lock the new one
         raise ConfigError(f"cannot lock {self.path}: it keeps being replaced")
 
+    def verify(self) -> None:
+        """Raise ``LockLostError`` unless the lock file on disk is still the one this run
+        locked (a deleted or replaced file excludes no other run)."""
+        if self._fd is not None and self._same_file(self._fd):
+            return
+        out = self.path.with_suffix("")
+        raise LockLostError(
+            f"the lock {self.path} was deleted or replaced while this run was writing, so "
+            f"another run may now be writing to {out}; this run stopped without writing more "
+            f"or publishing. Look at {out} (or {partial_dir(out)}) once no run is writing "
+            "there, and resume or re-run it; never delete the lock file of a running run")
+
     def release(self) -> None:
-        """Remove the lock file and release the lock (idempotent)."""
+        """Remove the lock file, if it is still this run's, and release the lock
+        (idempotent)."""
         if self._fd is None:
             return
         try:
-            self.path.unlink(missing_ok=True)  # while still locked: nobody can take it between
+            if self._same_file(self._fd):  # another run's lock file is left alone
+                self.path.unlink(missing_ok=True)  # while still locked: nobody takes it between
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
@@ -298,3 +326,79 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+#: Output files whose size and sha256 the manifest records (``output_problems``).
+VERIFIED_OUTPUTS = ("agents_yearly.csv", "model_yearly.csv", "decisions.jsonl",
+                    "reflections.jsonl", "cohorts.jsonl", "institutions_yearly.csv",
+                    "institutions.jsonl")
+#: The agent table, whose data rows the manifest counts (``n_agent_rows``).
+AGENT_TABLE = "agents_yearly.csv"
+
+
+def output_problems(run: Path, manifest: dict) -> list[str]:
+    """How the outputs in ``run`` differ from what its manifest says the run wrote: a
+    recorded file missing, of another size or sha256, and the agent table's data rows
+    against ``n_agent_rows`` (an empty list: they match). Manifests written before sizes and
+    digests were recorded are checked on rows only. Each file is read once.
+
+    Args:
+        run: A run directory (or a ``.partial`` one about to be published).
+        manifest: Its ``manifest.json`` (or the manifest about to be written).
+    """
+    problems = []
+    recorded = manifest.get("outputs")
+    scans: dict[str, _Scan] = {}
+    for name, expected in (recorded if isinstance(recorded, dict) else {}).items():
+        if name not in VERIFIED_OUTPUTS:  # never a path a forged manifest chose
+            problems.append(f"the manifest records an unknown output {excerpt(name, 40)!r}")
+            continue
+        if not (run / name).is_file():
+            problems.append(f"{name} is missing")
+            continue
+        scan = scans[name] = _Scan.of(run / name)
+        if not isinstance(expected, dict) or (scan.size, scan.sha256) != (
+                expected.get("bytes"), expected.get("sha256")):
+            wrote = expected if isinstance(expected, dict) else {}
+            problems.append(f"{name} has {scan.size:,} bytes (sha256 {scan.sha256[:12]}...), "
+                            f"the run wrote {wrote.get('bytes')} (sha256 "
+                            f"{str(wrote.get('sha256'))[:12]}...)")
+    path = run / AGENT_TABLE
+    rows = None if not path.is_file() else scans.get(AGENT_TABLE, _Scan.of(path)).data_rows(path)
+    if rows != manifest.get("n_agent_rows"):
+        problems.append(f"{AGENT_TABLE} has {rows} data rows, the manifest "
+                        f"{manifest.get('n_agent_rows')} (n_agent_rows)")
+    return problems
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """One pass over a file: size, sha256, line breaks, whether a quote occurs and whether
+    its last line is cut short (no final line break)."""
+
+    size: int
+    sha256: str
+    breaks: int
+    quoted: bool
+    unterminated: bool
+
+    @classmethod
+    def of(cls, path: Path) -> _Scan:
+        digest, size, breaks, quoted, last = hashlib.sha256(), 0, 0, False, b"\n"
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+                size += len(block)
+                breaks += block.count(b"\n")
+                quoted = quoted or b'"' in block
+                last = block[-1:]
+        return cls(size, digest.hexdigest(), breaks, quoted, size > 0 and last != b"\n")
+
+    def data_rows(self, path: Path) -> int:
+        """Data rows of the CSV file (with a header) it scanned: a line cut short counts, as
+        a CSV reader reads it; a file with quoted fields (which may hold line breaks) is read
+        as CSV."""
+        if self.quoted:
+            with open(path, encoding="utf-8", errors="replace", newline="") as f:
+                return max(0, sum(1 for _ in csv.reader(f)) - 1)
+        return max(0, self.breaks + int(self.unterminated) - 1)
