@@ -103,3 +103,33 @@ def test_run_runs_the_sweep_of_a_yaml_with_a_sweep_block(experiment, tmp_path, c
     assert len(pd.read_csv(out / "sweep_runs.csv")) == 4
     assert cli_main(["run", str(path), "--out", str(out), "--overwrite"]) == 2
     assert "a sweep resumes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["truncate", "edit", "delete rows file"])
+def test_collect_and_status_fail_a_run_whose_outputs_do_not_match_its_manifest(
+        experiment, tmp_path, capsys, damage):
+    """N4: a truncated agents_yearly.csv was called done (4 of 210 rows collected, exit 0)."""
+    path, out = experiment(SWEEP), tmp_path / "out"
+    assert run_cli(["sweep", str(path), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    run_id = pd.read_csv(out / "sweep_runs.csv")["run_id"][1]
+    table = out / run_id / "agents_yearly.csv"
+    data = table.read_bytes()
+    if damage == "truncate":
+        table.write_bytes(data[: len(data) // 3])
+    elif damage == "edit":  # same size and rows, other bytes: the digest tells
+        table.write_bytes(data.replace(b",False,", b",True,,", 1)[: len(data)])
+    else:
+        table.unlink()
+    assert run_cli(["collect", str(out)]) == 1
+    assert "collected 3 of 4" in capsys.readouterr().out
+    index = pd.read_csv(out / "sweep_runs.csv").set_index("run_id")
+    assert index.loc[run_id, "status"] == "failed"
+    assert "agents_yearly.csv" in index.loc[run_id, "error"]
+    assert run_id not in set(pd.read_parquet(out / "sweep_agents_yearly.parquet")["run_id"])
+    assert run_cli(["status", str(out)]) == 1
+    assert f"failed {run_id}" in capsys.readouterr().out
+    # re-submitting does not run it over what is there: it says what to do
+    assert run_cli(["sweep", str(path), "--out", str(out), "--no-progress"]) == 1
+    index = pd.read_csv(out / "sweep_runs.csv").set_index("run_id")
+    assert "move" in index.loc[run_id, "error"] and table.parent.is_dir()
