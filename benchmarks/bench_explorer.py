@@ -82,7 +82,7 @@ def main() -> int:
                     time.sleep(0.1)
                 shown = time.perf_counter() - t0
                 if args.screenshot and attempt == 0:
-                    driver.get(url + "?tab=households&household=3")
+                    driver.get(explorer.link("tab=households&household=3"))
                     while "Attempt 0" not in driver.find_element("tag name", "body").text:
                         time.sleep(0.1)
                     time.sleep(2)  # let the charts draw

@@ -156,9 +156,12 @@ def _explorer(args: argparse.Namespace, out: Path, present):
     """With ``--explore``: an explorer that starts once ``present()`` (None without)."""
     if not args.explore:
         return None
-    from governed_broker.explore.server import Explorer, check_dependencies
+    from governed_broker.explore.server import Explorer, check_dependencies, exposure_warning
 
     check_dependencies()  # before anything runs: a missing extra is said at once
+    warning = exposure_warning(args.host)
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
     explorer = Explorer(out, args.host, args.port)
     explorer.start_when_present(present, lambda line: print(line, file=sys.stderr, flush=True))
     return explorer

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+from collections import OrderedDict
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +37,9 @@ from governed_broker.analysis.schema import (
     NULLABLE_AGENT_COLUMNS,
     model_columns,
 )
+from governed_broker.config.base import ConfigError
 from governed_broker.explore.files import (
+    Target,
     fingerprint,
     read_csv_complete,
     read_json_object,
@@ -195,6 +199,55 @@ class RunView:
     def current_stamp(self) -> tuple:
         """The stamp the view would have if read now."""
         return fingerprint(self.path, WATCHED)
+
+
+class SharedViews:
+    """The ``RunView`` of each run directory, one for all the sessions of a server.
+
+    Every browser session of the explorer shows the same files, so they share one view (read
+    once, a few hundred MB for a 2,000-household LLM run) instead of each reading its own; a
+    view is read again when a file it read has changed (``RunView.stamp``), and at most
+    ``keep`` views are kept (the runs of a sweep opened last). Views are never changed once
+    read, so sharing them between sessions (threads) is safe.
+
+    Args:
+        keep: How many run directories' views are kept.
+    """
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self._views: OrderedDict[str, tuple[RunView | None, str | None, tuple]] = OrderedDict()
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, target: Path) -> tuple[RunView | None, str | None]:
+        """The current view of the run ``target`` (its ``<out>``), or why it cannot be read."""
+        key = str(target)
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:  # one session reads, the others wait for its view
+            try:
+                location, live = Target("run", Path(target)).run_location()
+            except AnalysisInputError as exc:
+                return None, str(exc)
+            with self._lock:
+                cached = self._views.get(key)
+            now = (str(location), fingerprint(location, WATCHED))
+            if cached is not None and cached[2] == now:
+                with self._lock:
+                    self._views.move_to_end(key)
+                return cached[0], cached[1]
+            try:
+                view: RunView | None = load_view(location, live)
+                result = (view, None, (str(location), view.stamp))
+            except (AnalysisInputError, ConfigError, OSError) as exc:
+                result = (None, str(exc), now)
+            with self._lock:
+                self._views[key] = result
+                self._views.move_to_end(key)
+                while len(self._views) > self.keep:
+                    self._views.popitem(last=False)
+            return result[0], result[1]
 
 
 def _read_only(path: Path, live: bool) -> sqlite3.Connection:
