@@ -108,7 +108,7 @@ NAME_MAX_BYTES, PATH_MAX_BYTES = 255, 3800
 _SUFFIX = ".partial"
 
 
-def _check_name_lengths(requested: Path, resolved: Path) -> None:
+def _check_name_lengths(requested: Path, resolved: Path, flag: str = "--out") -> None:
     """Refuse a run directory whose name (with ``.partial``) or path the file system cannot
     hold, before anything is created."""
     longest = NAME_MAX_BYTES - len(_SUFFIX)
@@ -116,12 +116,26 @@ def _check_name_lengths(requested: Path, resolved: Path) -> None:
         size = len(os.fsencode(part))
         if size > longest:
             raise ConfigError(
-                f"--out {excerpt(str(requested), 60)!r}: the name {excerpt(part, 40)!r} has "
+                f"{flag} {excerpt(str(requested), 60)}: the name {excerpt(part, 40)} has "
                 f"{size} bytes; a file system takes at most {NAME_MAX_BYTES}, and a run "
                 f"adds '{_SUFFIX}', so a run directory's name may have at most {longest}")
     if len(os.fsencode(str(resolved))) > PATH_MAX_BYTES:
-        raise ConfigError(f"--out {excerpt(str(requested), 60)!r}: the path is longer than the "
+        raise ConfigError(f"{flag} {excerpt(str(requested), 60)}: the path is longer than the "
                           f"{PATH_MAX_BYTES} bytes a run directory may have; choose a shorter one")
+
+
+def create_out_dir(path: Path, flag: str = "--out") -> None:
+    """Create a directory (and its parents) given on the command line, or raise
+    ``ConfigError`` naming ``flag`` when no file system can hold its name or it cannot be
+    created there (``/proc``, a read-only disk)."""
+    path = Path(path)
+    _check_name_lengths(path, path.expanduser().resolve(), flag)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot create {exc.filename or path} "
+                          f"({exc.strerror or exc}); choose a directory you may write to"
+                          ) from None
 
 
 def _home() -> Path | None:

@@ -133,3 +133,12 @@ def test_collect_and_status_fail_a_run_whose_outputs_do_not_match_its_manifest(
     assert run_cli(["sweep", str(path), "--out", str(out), "--no-progress"]) == 1
     index = pd.read_csv(out / "sweep_runs.csv").set_index("run_id")
     assert "move" in index.loc[run_id, "error"] and table.parent.is_dir()
+
+
+@pytest.mark.parametrize("out", ["/proc/governed-broker-sweep", "s" * 300])
+def test_a_sweep_out_that_cannot_be_created_is_exit_2(experiment, tmp_path, capsys, out,
+                                                       monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["sweep", str(experiment(SWEEP)), "--out", out, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "configuration error: --out" in err and "not expected" not in err
