@@ -95,11 +95,23 @@ def _stamp(run: Path) -> list[list[Any]]:
     return out
 
 
-class SweepDir:
-    """Paths and state records of one sweep directory."""
+#: Runs whose outputs this process verified, with the stamp they were verified at.
+_VERIFIED: dict[str, list[list[Any]]] = {}
 
-    def __init__(self, root: str | Path) -> None:
+
+class SweepDir:
+    """Paths and state records of one sweep directory.
+
+    Args:
+        root: The sweep directory.
+        record_checks: Keep each verification of a run's outputs in ``_sweep/verified/``
+            (False for readers that must not write into the sweep, such as the explorer;
+            verifications are then kept in this process only).
+    """
+
+    def __init__(self, root: str | Path, record_checks: bool = True) -> None:
         self.root = Path(root).resolve()
+        self.record_checks = record_checks
 
     @property
     def meta(self) -> Path:
@@ -143,8 +155,11 @@ class SweepDir:
         run = self.run_dir(run_id)
         stamp = _stamp(run)
         cache = self.meta / "verified" / f"{run_id}.json"
+        if _VERIFIED.get(str(run)) == stamp:
+            return None
         try:
             if json.loads(cache.read_text(encoding="utf-8")) == stamp:
+                _VERIFIED[str(run)] = stamp
                 return None
         except (OSError, ValueError):
             pass
@@ -157,10 +172,12 @@ class SweepDir:
         if problems:
             return (f"{run_id}: its outputs are not what the run wrote (" + "; ".join(problems[:3])
                     + f"); move {run} away and re-submit to run it again")
-        try:  # a cache only: a read-only sweep directory is verified every time
-            write_atomic(cache, json.dumps(stamp) + "\n")
-        except OSError:
-            pass
+        _VERIFIED[str(run)] = stamp
+        if self.record_checks:
+            try:  # a cache only: a read-only sweep directory is verified once per process
+                write_atomic(cache, json.dumps(stamp) + "\n")
+            except OSError:
+                pass
         return None
 
     def read_state(self, run_id: str) -> RunState | None:

@@ -129,6 +129,15 @@ def test_collect_and_status_fail_a_run_whose_outputs_do_not_match_its_manifest(
     assert run_id not in set(pd.read_parquet(out / "sweep_agents_yearly.parquet")["run_id"])
     assert run_cli(["status", str(out)]) == 1
     assert f"failed {run_id}" in capsys.readouterr().out
+    # the explorer lists it as failed too, and writes nothing into the sweep
+    import shutil
+
+    from governed_broker.explore.sweep_index import sweep_runs
+
+    shutil.rmtree(out / "_sweep" / "verified")
+    listed = sweep_runs(out).set_index("run_id")
+    assert listed.loc[run_id, "status"] == "failed" and (listed["status"] == "done").sum() == 3
+    assert not (out / "_sweep" / "verified").exists()
     # re-submitting does not run it over what is there: it says what to do
     assert run_cli(["sweep", str(path), "--out", str(out), "--no-progress"]) == 1
     index = pd.read_csv(out / "sweep_runs.csv").set_index("run_id")
