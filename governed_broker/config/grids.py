@@ -117,6 +117,9 @@ class GridSource:
             return
         try:
             archive = tarfile.open(self.path, "r:*")
+        except PermissionError as exc:  # an OSError, but not damage
+            raise ConfigError(f"hazard.raster.path: {self.path} cannot be read "
+                              f"({exc.strerror})") from None
         except tarfile.ReadError:
             raise ConfigError(
                 f"hazard.raster.path: {self.path} is a regular file but not a tar archive "
