@@ -38,6 +38,7 @@ from governed_broker.analysis.schema import (
     model_columns,
 )
 from governed_broker.config.base import ConfigError
+from governed_broker.explore.audit import AuditRecords
 from governed_broker.explore.files import (
     Target,
     fingerprint,
@@ -106,8 +107,9 @@ class RunView:
         model: Typed model table (complete years only).
         actions: Action id -> effect of the run's domain.
         labels: The appraisal scale, lowest first.
-        decisions: (agent id, year) -> audit record of ``decisions.jsonl``.
-        reflections: (agent id, year) -> record of ``reflections.jsonl``.
+        decisions: (agent id, year) -> audit record of ``decisions.jsonl`` (read from the
+            file when asked, ``audit.AuditRecords``).
+        reflections: (agent id, year) -> record of ``reflections.jsonl`` (likewise).
         institutions: Typed ``institutions_yearly.csv`` (complete years; None: the run has no
             institutions).
         institution_decisions: Records of ``institutions.jsonl`` (complete years), in the
@@ -128,8 +130,8 @@ class RunView:
     model: pd.DataFrame
     actions: dict[str, str]
     labels: tuple[str, ...]
-    decisions: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
-    reflections: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    decisions: AuditRecords
+    reflections: AuditRecords
     institutions: pd.DataFrame | None = None
     institution_decisions: list[dict[str, Any]] = field(default_factory=list)
     card: ValidityCard | None = None
@@ -286,8 +288,8 @@ def load_view(path: Path, live: bool) -> RunView:
     view = RunView(
         path=path, live=live, name=str(manifest.get("name") or _name(path)),
         manifest=manifest, config=config, agents=agents, model=model, actions=actions,
-        labels=labels, decisions=_by_household_year(path / DECISIONS_FILE, last),
-        reflections=_by_household_year(path / REFLECTIONS_FILE, last), stamp=stamp)
+        labels=labels, decisions=AuditRecords(path / DECISIONS_FILE, last),
+        reflections=AuditRecords(path / REFLECTIONS_FILE, last), stamp=stamp)
     view.institutions, view.institution_decisions = _institutions(path, last)
     view.card, view.card_problem = read_validity_card(path / "validity_card.json")
     view.fit, view.fit_problem = _fit(view)
@@ -358,19 +360,6 @@ def _typed_agents(raw: pd.DataFrame | None, source: Path, last_year: int) -> pd.
         frame["marginalised"] = frame["marginalised"].astype(str).str.lower().isin(
             ["true", "1"])
     return frame.sort_values(["year", "agent_id"], kind="stable").reset_index(drop=True)
-
-
-def _by_household_year(path: Path, last_year: int) -> dict[tuple[int, int], dict[str, Any]]:
-    out = {}
-    for record in read_jsonl_complete(path):
-        try:
-            key = (int(record["agent_id"]), int(record["year"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise AnalysisInputError(f"{path}: a record without an integer agent_id and year "
-                                     f"({exc})") from exc
-        if key[1] <= last_year:
-            out[key] = record
-    return out
 
 
 def _fit(view: RunView) -> tuple[BenchmarkFit | None, str | None]:

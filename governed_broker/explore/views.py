@@ -19,8 +19,8 @@ from governed_broker.explore.charts import (
 )
 from governed_broker.explore.filters import (
     DecisionFilter,
-    fired_rule_ids,
     matching_decisions,
+    rule_ids,
     statuses,
 )
 from governed_broker.explore.layout import Layout
@@ -300,7 +300,7 @@ def DecisionList(view: RunView, on_open: Callable[[int, int], None],
     with solara.Row():
         solara.Select("status", values=[None, *statuses(view)], value=status,
                       on_value=set_status)
-        solara.Select("rule fired", values=[None, *fired_rule_ids(view.decisions.values())],
+        solara.Select("rule fired", values=[None, *rule_ids(view)],
                       value=rule, on_value=set_rule)
         solara.Select("zone", values=[None, *sorted(agents["flood_zone"].dropna().unique())],
                       value=zone, on_value=set_zone)
