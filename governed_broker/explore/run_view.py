@@ -207,7 +207,7 @@ class SharedViews:
     """The ``RunView`` of each run directory, one for all the sessions of a server.
 
     Every browser session of the explorer shows the same files, so they share one view (read
-    once, a few hundred MB for a 2,000-household LLM run) instead of each reading its own; a
+    once, about 100 MB for a 2,000-household, 10-year LLM run) instead of each reading its own; a
     view is read again when a file it read has changed (``RunView.stamp``), and at most
     ``keep`` views are kept (the runs of a sweep opened last). Views are never changed once
     read, so sharing them between sessions (threads) is safe.
