@@ -361,10 +361,21 @@ def _flag(out: Path | str | None) -> str:
 
 
 def _check_target(target: Path, out: Path | str | None) -> None:
-    """Refuse a report file that is a directory (or a link to one)."""
+    """Refuse, before the report is made, a file that is a directory (or a link to one) and
+    an ``--out`` where no file can be written (tried with a temporary file)."""
     if target.is_dir():
         raise AnalysisInputError(f"{_flag(out)}{target}: is a directory; give the report's "
                                  f"file name, e.g. --out {target / REPORT_FILE}")
+    if out is None:
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")
+    except OSError as exc:
+        raise AnalysisInputError(f"--out {target}: cannot write the report there "
+                                 f"({exc.strerror or exc}); choose another file") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def write_report(
