@@ -109,8 +109,10 @@ _SUFFIX = ".partial"
 
 
 def _check_name_lengths(requested: Path, resolved: Path, flag: str = "--out") -> None:
-    """Refuse a run directory whose name (with ``.partial``) or path the file system cannot
-    hold, before anything is created."""
+    """Refuse, before anything is created, a name or path no file system holds.
+
+    The name is checked with ``.partial`` added, as the run's working directory has it.
+    """
     longest = NAME_MAX_BYTES - len(_SUFFIX)
     for part in resolved.parts:
         size = len(os.fsencode(part))
@@ -125,9 +127,12 @@ def _check_name_lengths(requested: Path, resolved: Path, flag: str = "--out") ->
 
 
 def create_out_dir(path: Path, flag: str = "--out") -> None:
-    """Create a directory (and its parents) given on the command line, or raise
-    ``ConfigError`` naming ``flag`` when no file system can hold its name or it cannot be
-    created there (``/proc``, a read-only disk)."""
+    """Create a directory (and its parents) given on the command line.
+
+    Raises:
+        ConfigError: naming ``flag``, when no file system can hold its name or it cannot be
+            created there (``/proc``, a read-only disk).
+    """
     path = Path(path)
     _check_name_lengths(path, path.expanduser().resolve(), flag)
     try:
@@ -203,8 +208,11 @@ def remove_run_dir(path: Path, *, finished: bool) -> None:
 
 
 def remove_leftovers(work: Path) -> None:
-    """Delete the temporary files (``.tmp-*``) a killed run left in ``work`` and its
-    ``memories/`` (half-written files never renamed into place); never follows symlinks."""
+    """Delete the temporary files a killed run left in ``work``.
+
+    The ``.tmp-*`` files in ``work`` and its ``memories/`` (half-written files never renamed into
+    place); never follows symlinks.
+    """
     for folder in (work, work / "memories"):
         if folder.is_symlink() or not folder.is_dir():
             continue
@@ -229,8 +237,11 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 
 class LockLostError(RuntimeError):
-    """The run's lock file was deleted or replaced while it ran: another run may now write
-    into the same directory, so this one stops without writing or publishing more."""
+    """The run's lock file was deleted or replaced while it ran.
+
+    Another run may now write into the same directory, so this one stops without writing or
+    publishing more.
+    """
 
 
 class RunLock:
@@ -247,8 +258,12 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        """Take the lock or raise ``ConfigError`` naming the process that holds it (or saying
-        why the lock cannot be created where ``--out`` points: the first file a run creates)."""
+        """Take the lock.
+
+        Raises:
+            ConfigError: naming the process that holds it, or saying why the lock cannot be
+                created where ``--out`` points (the first file a run creates).
+        """
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._take()
@@ -279,8 +294,11 @@ class RunLock:
         raise ConfigError(f"cannot lock {self.path}: it keeps being replaced")
 
     def verify(self) -> None:
-        """Raise ``LockLostError`` unless the lock file on disk is still the one this run
-        locked (a deleted or replaced file excludes no other run)."""
+        """Check that the lock file on disk is still the one this run locked.
+
+        Raises:
+            LockLostError: it was deleted or replaced (and so excludes no other run).
+        """
         if self._fd is not None and self._same_file(self._fd):
             return
         out = self.path.with_suffix("")
@@ -291,8 +309,10 @@ class RunLock:
             "there, and resume or re-run it; never delete the lock file of a running run")
 
     def release(self) -> None:
-        """Remove the lock file, if it is still this run's, and release the lock
-        (idempotent)."""
+        """Remove the lock file, if it is still this run's, and release the lock.
+
+        Idempotent.
+        """
         if self._fd is None:
             return
         try:
@@ -351,8 +371,9 @@ AGENT_TABLE = "agents_yearly.csv"
 
 
 def output_problems(run: Path, manifest: dict) -> list[str]:
-    """How the outputs in ``run`` differ from what its manifest says the run wrote: a
-    recorded file missing, of another size or sha256, and the agent table's data rows
+    """How the outputs in ``run`` differ from what its manifest says the run wrote.
+
+    A recorded file missing, of another size or sha256, and the agent table's data rows
     against ``n_agent_rows`` (an empty list: they match). Manifests written before sizes and
     digests were recorded are checked on rows only. Each file is read once.
 
@@ -387,8 +408,11 @@ def output_problems(run: Path, manifest: dict) -> list[str]:
 
 @dataclass(frozen=True)
 class _Scan:
-    """One pass over a file: size, sha256, line breaks, whether a quote occurs and whether
-    its last line is cut short (no final line break)."""
+    """One pass over a file.
+
+    Its size, sha256, line breaks, whether a quote occurs and whether its last line is cut
+    short (no final line break).
+    """
 
     size: int
     sha256: str
@@ -409,9 +433,11 @@ class _Scan:
         return cls(size, digest.hexdigest(), breaks, quoted, size > 0 and last != b"\n")
 
     def data_rows(self, path: Path) -> int:
-        """Data rows of the CSV file (with a header) it scanned: a line cut short counts, as
-        a CSV reader reads it; a file with quoted fields (which may hold line breaks) is read
-        as CSV."""
+        """Data rows of the CSV file (with a header) it scanned.
+
+        A line cut short counts, as a CSV reader reads it; a file with quoted fields (which
+        may hold line breaks) is read as CSV.
+        """
         if self.quoted:
             with open(path, encoding="utf-8", errors="replace", newline="") as f:
                 return max(0, sum(1 for _ in csv.reader(f)) - 1)

@@ -280,9 +280,12 @@ def test_a_lock_deleted_or_replaced_is_no_longer_held_and_not_removed(tmp_path) 
 
 def test_a_run_whose_lock_is_deleted_stops_and_leaves_the_new_writer_alone(
         experiments, tmp_path, monkeypatch, capsys) -> None:
-    """N3: ``<out>.lock`` deleted while a run writes, a second run resumes the same directory
-    and finishes; the first must not write another row nor publish (it exited 0 with a year
-    of rows missing)."""
+    """N3: a run whose lock is deleted stops; the run that took the directory over finishes.
+
+    ``<out>.lock`` deleted while a run writes, a second run resumes the same directory and
+    finishes; the first must not write another row nor publish (it exited 0 with a year of
+    rows missing).
+    """
     config = experiments.config(["years=4"])
     reference = run_experiment(config, tmp_path / "reference", progress=False).out_dir
     out = tmp_path / "run"

@@ -121,8 +121,10 @@ def _page(title: str, body: list[str]) -> str:
 
 
 def _hindcast_html(run, targets_path: Path | None, bar=None) -> list[str]:
-    """The observed-vs-simulated section of a run with hindcast targets (its experiment's
-    ``calibration.targets``, or ``targets_path``); empty without."""
+    """The observed-vs-simulated section of a run with hindcast targets; empty without.
+
+    Its experiment's ``calibration.targets``, or ``targets_path``.
+    """
     from governed_broker.analysis.hindcast import (
         load_targets,
         plot_hindcast,
@@ -155,9 +157,11 @@ def _hindcast_html(run, targets_path: Path | None, bar=None) -> list[str]:
 
 def run_report_html(path: Path | str, bench: BenchmarkSet | None = None,
                     targets: Path | str | None = None, bar=None) -> str:
-    """HTML text of the report of one run directory, with a hindcast section when the run's
-    experiment names ``calibration.targets`` or ``targets`` is given (``bar``: a tqdm bar, one
-    step for the loading and analysis and one per figure)."""
+    """HTML text of the report of one run directory.
+
+    With a hindcast section when the run's experiment names ``calibration.targets`` or ``targets``
+    is given (``bar``: a tqdm bar, one step for the loading and analysis and one per figure).
+    """
     run = load_run(path)
     bench = bench or load_benchmarks()
     s = summarise_run(run, bench)
@@ -265,8 +269,11 @@ def _sweep_groups(outcomes: pd.DataFrame, parameters: list[str]) -> str | None:
 
 
 def _arms_html(outcomes: pd.DataFrame) -> list[str]:
-    """The policy-comparison section: each arm against the first, paired by seed (empty for a
-    sweep without cases or without seeds that several arms ran)."""
+    """The policy-comparison section.
+
+    Each arm against the first, paired by seed (empty for a sweep without cases or without seeds
+    that several arms ran).
+    """
     if ARM not in outcomes.columns or outcomes[ARM].nunique() < 2:
         return []
     arms = list(dict.fromkeys(outcomes[ARM].astype(str)))
@@ -282,8 +289,10 @@ def _arms_html(outcomes: pd.DataFrame) -> list[str]:
 
 
 def _branch_html(path: Path) -> list[str]:
-    """What a ``governed-broker branch`` directory forked, and whether its arms re-lived the
-    parent's history (empty for other sweeps)."""
+    """What a ``governed-broker branch`` directory forked.
+
+    And whether its arms re-lived the parent's history (empty for other sweeps).
+    """
     record = branch_record(path)
     if record is None:
         return []
@@ -317,8 +326,10 @@ def _branch_html(path: Path) -> list[str]:
 
 
 def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=None) -> str:
-    """HTML text of the report of one sweep directory (``bar``: a tqdm bar, one step per
-    figure)."""
+    """HTML text of the report of one sweep directory.
+
+    ``bar``: a tqdm bar, one step per figure.
+    """
     sweep = load_sweep(path)
     outcomes = run_outcomes(sweep)
     numeric = [p for p in sweep.parameters if pd.api.types.is_numeric_dtype(sweep.runs[p])]
@@ -361,8 +372,11 @@ def _flag(out: Path | str | None) -> str:
 
 
 def _check_target(target: Path, out: Path | str | None) -> None:
-    """Refuse, before the report is made, a file that is a directory (or a link to one) and
-    an ``--out`` where no file can be written (tried with a temporary file)."""
+    """Refuse a report file no report can be written to, before the report is made.
+
+    That is a directory (or a link to one), or an ``--out`` where no file can be written (tried
+    with a temporary file).
+    """
     if target.is_dir():
         raise AnalysisInputError(f"{_flag(out)}{target}: is a directory; give the report's "
                                  f"file name, e.g. --out {target / REPORT_FILE}")

@@ -1,5 +1,7 @@
-"""The "Behavioural validity" section of a report: the run's validity card (one figure per test
-family) and the validity measures of the run itself (``run_validity``).
+"""The "Behavioural validity" section of a report.
+
+The run's validity card (one figure per test family) and the validity measures of the run itself
+(``run_validity``).
 
 A run's card is ``validity_card.json`` in its directory (copied there when the run started, see
 ``governed_broker.validity.gate``); its manifest's ``validity`` record says what the gate found,

@@ -1,5 +1,6 @@
-"""Reading the flood-depth grids of ``hazard.raster``: ESRI ASCII, plain or gzip, from a
-directory or a tar archive.
+"""Reading the flood-depth grids of ``hazard.raster``.
+
+ESRI ASCII, plain or gzip, from a directory or a tar archive.
 
 An ESRI ASCII grid is six header lines (``ncols``, ``nrows``, ``xllcorner`` or ``xllcenter``,
 ``yllcorner`` or ``yllcenter``, ``cellsize``, ``NODATA_value``) and ``nrows`` rows of
@@ -100,8 +101,10 @@ class GridSource:
             _check_member_name(name, "hazard.raster.grids")
 
     def texts(self, header_only: bool = False):
-        """``(year, name, text)`` of every grid in year order (only the header lines when
-        ``header_only``)."""
+        """``(year, name, text)`` of every grid in year order.
+
+        Only the header lines when ``header_only``.
+        """
         order = sorted(self.raster.grids)
         if self.path.is_dir():
             for year in order:
@@ -180,9 +183,11 @@ class GridSource:
 
 
 def _ends_cleanly(archive: tarfile.TarFile) -> bool:
-    """Whether a tar archive whose members were all read ends with its end-of-archive marker
-    (two zero blocks; a compressed one also with its compression's end): a download cut
-    short between two members has no marker, and its later members are missing."""
+    """Whether a tar archive whose members were all read ends with its end-of-archive marker.
+
+    The marker is two zero blocks (a compressed archive also has its compression's end): a
+    download cut short between two members has none, and its later members are missing.
+    """
     archive.getmembers()
     archive.fileobj.seek(archive.offset)
     tail = archive.fileobj.read(1 << 20)

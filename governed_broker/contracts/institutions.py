@@ -99,11 +99,13 @@ FACTS: dict[str, tuple[Fact, ...]] = {"government": GOVERNMENT_FACTS, "insurer":
 
 
 def format_value(value: float | int | None, unit: Unit) -> str:
-    """A fact or lever value as prompts, feedback and the audit show it: dollars as
-    ``$12,300``, counts as ``1,204``, shares, ratios and factors to four significant digits
-    (``0.5``, ``1.357``); ``none yet`` for an undefined value (a loss ratio before any
+    """A fact or lever value as prompts, feedback and the audit show it.
+
+    Dollars as ``$12,300``, counts as ``1,204``, shares, ratios and factors to four significant
+    digits (``0.5``, ``1.357``); ``none yet`` for an undefined value (a loss ratio before any
     premium). Amounts beyond ``MAX_LEVER`` (a proposal's sum of huge budgets) are shown to four
-    significant digits, and a non-finite one as ``inf`` or ``nan``, never as 300 digits."""
+    significant digits, and a non-finite one as ``inf`` or ``nan``, never as 300 digits.
+    """
     if value is None:
         return "none yet"
     if not math.isfinite(value) or abs(value) >= MAX_LEVER:
@@ -146,8 +148,11 @@ def lever_value(lever: str, value: object) -> float:
 
 
 def shown_value(value: object) -> str:
-    """A proposed value as messages and the audit quote it: short, printable, never hundreds
-    of digits (an integer beyond ``MAX_LEVER`` by its number of digits)."""
+    """A proposed value as messages and the audit quote it.
+
+    Short and printable, never hundreds of digits (an integer beyond ``MAX_LEVER`` is given by
+    its number of digits).
+    """
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_LEVER:
         try:
             digits = f"{len(str(abs(value))):,}"
@@ -160,8 +165,11 @@ def shown_value(value: object) -> str:
 
 
 def audit_levers(levers: Mapping[str, object]) -> dict[str, float | str]:
-    """A maker's levers as the audit records them: each value that ``lever_value`` takes as
-    that float, any other as its ``shown_value`` text (the line stays strict JSON)."""
+    """A maker's levers as the audit records them.
+
+    Each value that ``lever_value`` takes as that float, any other as its ``shown_value`` text
+    (the line stays strict JSON).
+    """
     out: dict[str, float | str] = {}
     for lever, value in levers.items():
         try:
@@ -232,8 +240,14 @@ class InstitutionMaker(Protocol):
 
     name: str
 
-    def decide(self, situation: InstitutionSituation) -> InstitutionDecision: ...
+    def decide(self, situation: InstitutionSituation) -> InstitutionDecision:
+        """This year's levers of the institution."""
+        ...
 
-    def provenance(self) -> dict[str, Any] | None: ...
+    def provenance(self) -> dict[str, Any] | None:
+        """What the manifest records about the maker beyond its name (None: a rule)."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the maker's resources."""
+        ...

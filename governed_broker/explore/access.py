@@ -82,6 +82,7 @@ class TokenGate:
         self._token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, set the cookie, or refuse it (class documentation)."""
         if scope["type"] not in ("http", "websocket") or scope.get("path") in OPEN_PATHS:
             await self.app(scope, receive, send)  # the lifespan, the liveness probe
             return

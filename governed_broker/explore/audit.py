@@ -1,5 +1,6 @@
-"""A run's audit files (``decisions.jsonl``, ``reflections.jsonl``) as the explorer holds them:
-an index of where each household-year's record is, read from the file when it is shown.
+"""A run's audit files (``decisions.jsonl``, ``reflections.jsonl``) as the explorer holds them.
+
+An index of where each household-year's record is, read from the file when it is shown.
 
 Parsed into Python objects, the audit of a 2,000-household, 10-year LLM run (75 MB of JSON
 lines) takes about 500 MB; the explorer needs the whole of a record only for the household
@@ -76,8 +77,9 @@ def fired_ids(record: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 class AuditRecords(Mapping[Key, dict[str, Any]]):
-    """The records of one audit file by (agent id, year), up to ``last_year`` (module
-    documentation).
+    """The records of one audit file by (agent id, year), up to ``last_year``.
+
+    See the module documentation.
 
     Args:
         path: ``decisions.jsonl`` or ``reflections.jsonl`` (absent: no records).

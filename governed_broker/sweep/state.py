@@ -83,8 +83,10 @@ class RunState:
 
 
 def _stamp(run: Path) -> list[list[Any]]:
-    """Name, size, modification time and inode of a run's manifest and outputs: what must
-    be unchanged for an earlier verification to hold."""
+    """Name, size, modification time and inode of a run's manifest and outputs.
+
+    What must be unchanged for an earlier verification to hold.
+    """
     out = []
     for name in ("manifest.json", *VERIFIED_OUTPUTS):
         try:
@@ -120,10 +122,12 @@ class SweepDir:
 
     @property
     def plan_file(self) -> Path:
+        """The sweep's plan file."""
         return self.meta / "plan.json"
 
     @property
     def slurm_folder(self) -> Path:
+        """Where SLURM writes its job files."""
         return self.meta / "slurm"
 
     def run_dir(self, run_id: str) -> Path:
@@ -135,14 +139,18 @@ class SweepDir:
         return self.root / f"{run_id}.partial"
 
     def state_file(self, run_id: str) -> Path:
+        """The state file of run ``run_id``."""
         return self.meta / "state" / f"{run_id}.json"
 
     def error_file(self, run_id: str) -> Path:
+        """The error file of run ``run_id``."""
         return self.meta / "errors" / f"{run_id}.txt"
 
     def is_done(self, run_id: str) -> bool:
-        """Whether the run finished: its directory holds ``manifest.json`` and its outputs
-        match it (``output_problem``)."""
+        """Whether the run finished.
+
+        Its directory holds ``manifest.json`` and its outputs match it (``output_problem``).
+        """
         return self.has_manifest(run_id) and self.output_problem(run_id) is None
 
     def has_manifest(self, run_id: str) -> bool:
@@ -150,8 +158,10 @@ class SweepDir:
         return (self.run_dir(run_id) / "manifest.json").is_file()
 
     def output_problem(self, run_id: str) -> str | None:
-        """Why a published run's outputs are not what its manifest says it wrote (None:
-        they are), verified again only when one of its files changed since the last time."""
+        """Why a published run's outputs are not what its manifest says it wrote.
+
+        None: they are. Verified again only when one of its files changed since the last time.
+        """
         run = self.run_dir(run_id)
         stamp = _stamp(run)
         cache = self.meta / "verified" / f"{run_id}.json"
@@ -191,6 +201,7 @@ class SweepDir:
             raise ConfigError(f"{path}: corrupt run state ({exc}); delete it to re-run") from exc
 
     def write_state(self, run_id: str, state: RunState) -> None:
+        """Write run ``run_id``'s state atomically."""
         write_atomic(self.state_file(run_id), json.dumps(asdict(state), indent=1) + "\n")
 
     def status(self, run_id: str, state: RunState | None = None) -> str:
@@ -209,6 +220,7 @@ class SweepDir:
         return state.status
 
     def write_plan(self, plan_json: dict[str, Any]) -> None:
+        """Write the sweep's plan atomically."""
         write_atomic(self.plan_file, json.dumps(plan_json, indent=1) + "\n")
 
     def read_plan_json(self) -> dict[str, Any]:

@@ -90,7 +90,8 @@ def execute_run(
     """Run one item unless it is already done; record its state. Returns its final status.
 
     A published run whose outputs no longer match its manifest is failed with what differs,
-    never run over (its directory must be moved away first: nothing is deleted)."""
+    never run over (its directory must be moved away first: nothing is deleted).
+    """
     previous = sweep_dir.read_state(item.run_id)
     if sweep_dir.has_manifest(item.run_id):
         problem = sweep_dir.output_problem(item.run_id)

@@ -184,8 +184,11 @@ class MonotoneTest(_Test):
 
 
 class ShareTest(_Test):
-    """The share of replies whose first proposal has an effect stays at most ``max_share``
-    (e.g. renters proposing elevation), over the vignettes ``levels`` of ``vary`` gives."""
+    """The share of replies whose first proposal has an effect stays low.
+
+    At most ``max_share`` (e.g. renters proposing elevation), over the vignettes ``levels`` of
+    ``vary`` gives.
+    """
 
     kind: Literal["share_at_most"]
     set: dict[str, Any] = {}
@@ -196,9 +199,12 @@ class ShareTest(_Test):
 
 
 class InvarianceTest(_Test):
-    """The base vignette with its actions listed in reverse order, or described with the
-    ``synonyms`` of ``vignettes.yaml``: the distribution of first proposals may not move by
-    more than ``max_tv`` (total variation) with a permutation p-value below ``alpha``."""
+    """The base vignette with its actions listed in reverse order.
+
+    Or described with the ``synonyms`` of ``vignettes.yaml``: the distribution of first proposals
+    may not move by more than ``max_tv`` (total variation) with a permutation p-value below
+    ``alpha``.
+    """
 
     kind: Literal["invariance"]
     variant: Literal["reversed_order", "synonyms"]
@@ -206,8 +212,11 @@ class InvarianceTest(_Test):
 
 
 class RetestTest(_Test):
-    """Agreement of the replicates of every vignette: ICC(2,1) of the appraisal ranks, or
-    Krippendorff's alpha (nominal) of the decisions, at least ``min_value``."""
+    """Agreement of the replicates of every vignette.
+
+    ICC(2,1) of the appraisal ranks, or Krippendorff's alpha (nominal) of the decisions, at least
+    ``min_value``.
+    """
 
     kind: Literal["retest"]
     measure: Literal["threat", "coping", "decision"]
@@ -240,8 +249,11 @@ class Trigger(StrictModel):
 
 
 class LaunderingTest(_Test):
-    """Governance laundering: after a block, how often the accepted reply keeps the blocked
-    action and changes an appraisal label instead; at most ``max_rate``."""
+    """Governance laundering.
+
+    After a block, how often the accepted reply keeps the blocked action and changes an appraisal
+    label instead; at most ``max_rate``.
+    """
 
     kind: Literal["laundering"]
     triggers: list[Trigger] = Field(min_length=1, max_length=20)
@@ -250,9 +262,11 @@ class LaunderingTest(_Test):
 
 
 class CoherenceTest(_Test):
-    """Reason coherence: the share of replies whose ``reason`` matches a pattern that
-    contradicts the chosen action's effect (``contradicts``: effect -> regular expressions,
-    case-insensitive); at most ``max_rate``."""
+    """Reason coherence: the share of replies whose reason contradicts the action.
+
+    Replies whose ``reason`` matches a pattern that contradicts the chosen action's effect
+    (``contradicts``: effect -> regular expressions, case-insensitive); at most ``max_rate``.
+    """
 
     kind: Literal["coherence"]
     contradicts: dict[str, list[Annotated[str, Field(min_length=1, max_length=300)]]]
@@ -413,8 +427,10 @@ _FREE_KEYS = frozenset({"cost_factor"})
 
 
 def _set_path(data: dict[str, Any], path: str, value: Any, where: str) -> None:
-    """Set ``a.b.0.c`` in the nested dicts and lists of a vignette; every step must exist,
-    except a new key of a free mapping (``cost_factor.insure``)."""
+    """Set ``a.b.0.c`` in the nested dicts and lists of a vignette.
+
+    Every step must exist, except a new key of a free mapping (``cost_factor.insure``).
+    """
     parts = path.split(".")
     node: Any = data
     for i, part in enumerate(parts):
@@ -458,8 +474,9 @@ def derive(base: VignetteSpec, changes: Mapping[str, Any], vary: str | None, lev
 
 
 def coherence_patterns(directory: Path) -> dict[str, list[str]]:
-    """The contradiction patterns (effect -> regular expressions) of the first coherence test
-    of ``<directory>/tests.yaml`` (for measuring a finished run's reasons).
+    """The contradiction patterns of the first coherence test of ``<directory>/tests.yaml``.
+
+    Effect -> regular expressions; for measuring a finished run's reasons.
 
     Raises:
         ConfigError: the file is missing or invalid, or has no coherence test.

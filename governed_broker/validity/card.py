@@ -76,9 +76,11 @@ def model_identity(config: ExperimentConfig) -> dict[str, Any]:
 
 def rendered_prompts(experiment: ResolvedExperiment, plan: BatteryPlan,
                      context: ContextBuilder) -> list[list[Any]]:
-    """``[vignette key, replicate, context hash]`` of every first request of the battery, as
-    the experiment's context builder renders them (knowledge-base chunks left out: their
-    documents are hashed instead)."""
+    """``[vignette key, replicate, context hash]`` of every first request of the battery.
+
+    As the experiment's context builder renders them (knowledge-base chunks left out: their
+    documents are hashed instead).
+    """
     battery_exp = battery_experiment(experiment, plan.battery.tests.seed)
     builder = SituationBuilder(battery_exp, plan.battery.tests.seed)
     synonyms = synonym_context(context, plan.battery.vignettes.synonyms)

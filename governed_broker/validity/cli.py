@@ -34,12 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Load the experiment, run the battery, print the card; 0 if it passes, else 1."""
-    from governed_broker.config.loader import load_experiment
-    from governed_broker.config.resolved import resolve_experiment
+    from governed_broker.config.resolved import load_resolved
     from governed_broker.validity.validate import validate
 
-    config = load_experiment(args.experiment, args.overrides)
-    result = validate(resolve_experiment(config), args.out, quick=args.quick,
+    result = validate(load_resolved(args.experiment, args.overrides), args.out, quick=args.quick,
                       overwrite=args.overwrite, progress=not args.no_progress,
                       source={"file": str(args.experiment), "overrides": list(args.overrides)})
     print(format_card(result.card))

@@ -237,8 +237,11 @@ OUTCOMES = ("changed_action", "changed_labels_only", "held_on", "unreadable")
 
 
 def outcome(reply: Reply) -> str:
-    """How a blocked proposal ended: the accepted reply changed the action, changed only the
-    labels (laundering), the model held on until the re-asks ran out, or nothing readable."""
+    """How a blocked proposal ended.
+
+    The accepted reply changed the action, changed only the labels (laundering), the model held on
+    until the re-asks ran out, or nothing readable.
+    """
     if reply.final_action is None or reply.status == "parse_failed":
         return "unreadable"
     if reply.final_action != reply.action:

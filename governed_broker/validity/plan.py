@@ -179,8 +179,10 @@ def _x(level: Any, position: int) -> float:
 
 def trigger_reply(trigger: Trigger, domain: AgentTypesConfig, allowed: tuple[str, ...]
                   ) -> dict[str, Any]:
-    """The scripted first proposal of a trigger: its labels, the first allowed action with its
-    effect, and its reasons, in the reply schema's shape.
+    """The scripted first proposal of a trigger.
+
+    Its labels, the first allowed action with its effect, and its reasons, in the reply schema's
+    shape.
 
     Raises:
         ValueError: no action with the trigger's effect is open to the vignette's household.

@@ -86,8 +86,10 @@ class Reply:
 
 
 class TriggerBackend(BackendWrapper):
-    """Answers the first attempt of trigger decisions with their scripted proposal; every
-    other request goes to the inner backend (cache, call log, model)."""
+    """Answers the first attempt of trigger decisions with their scripted proposal.
+
+    Every other request goes to the inner backend (cache, call log, model).
+    """
 
     def __init__(self, inner: LLMBackend) -> None:
         super().__init__(inner)
@@ -98,6 +100,7 @@ class TriggerBackend(BackendWrapper):
         self.scripted[seed] = json.dumps(reply)
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The scripted trigger reply of a first request with a triggered seed, else the model's."""
         first = not any(m.get("role") == "assistant" for m in request.messages)
         if first and request.seed in self.scripted:
             text = self.scripted[request.seed]
@@ -107,8 +110,11 @@ class TriggerBackend(BackendWrapper):
 
 
 def battery_experiment(experiment: ResolvedExperiment, seed: int) -> ResolvedExperiment:
-    """The experiment as the battery runs it: the battery's seed, no reflection (a battery
-    decides single years; it never reaches a year's end)."""
+    """The experiment as the battery runs it.
+
+    The battery's seed, no reflection (a battery decides single years; it never reaches a year's
+    end).
+    """
     config = experiment.config.model_copy(update={
         "seed": seed,
         "reflection": experiment.config.reflection.model_copy(update={"enabled": False})})
@@ -224,6 +230,7 @@ class ProgressLine:
         self.start = time.perf_counter()
 
     def __call__(self, done: int, total: int) -> None:
+        """Show ``done`` of ``total`` decisions."""
         elapsed = time.perf_counter() - self.start
         print(f"validate: {done}/{total} decisions, {elapsed:.0f} s", file=sys.stderr,
               flush=True)

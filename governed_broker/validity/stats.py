@@ -26,8 +26,11 @@ from scipy import stats as _scipy
 
 def spearman(x: Sequence[float], y: Sequence[float],
              alternative: str) -> tuple[float | None, float | None]:
-    """Spearman's rho of ``x`` and ``y`` and its p-value for ``alternative`` (``greater``,
-    ``less``); ``(None, None)`` when either is constant or fewer than 3 pairs."""
+    """Spearman's rho of ``x`` and ``y`` and its one-sided p-value.
+
+    ``alternative``: ``greater`` or ``less``. ``(None, None)`` when either is constant or there are
+    fewer than 3 pairs.
+    """
     if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
         return None, None
     result = _scipy.spearmanr(x, y, alternative=alternative)
@@ -96,8 +99,10 @@ def total_variation(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
 
 def tv_permutation_p(a: Sequence[Hashable], b: Sequence[Hashable], permutations: int,
                      seed: int) -> float:
-    """Share of random relabellings of the pooled sample whose total variation is at least the
-    observed one (with the observed split counted, so never 0)."""
+    """Share of random relabellings at least as far apart as the observed split.
+
+    Of the pooled sample, by total variation; the observed split is counted, so never 0.
+    """
     observed = total_variation(a, b)
     pooled = np.array(list(a) + list(b), dtype=object)
     rng = np.random.default_rng(seed)

@@ -1,5 +1,7 @@
-"""The explorer's access token (explore.access) in front of a small ASGI app, driven with ASGI
-messages directly, and the warning for a server bound beyond this machine."""
+"""The explorer's access token (explore.access) in front of a small ASGI app.
+
+Driven with ASGI messages directly; and the warning for a server bound beyond this machine.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The audit as the explorer holds it (explore.audit.AuditRecords): an index into the file, each
-record read when it is shown, and one view shared by every session (run_view.SharedViews)."""
+"""The audit as the explorer holds it (explore.audit.AuditRecords).
+
+An index into the file, each record read when it is shown, and one view shared by every
+session (run_view.SharedViews).
+"""
 
 from __future__ import annotations
 

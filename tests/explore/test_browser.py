@@ -1,5 +1,8 @@
-"""The explorer in a real headless Chromium: load a committed sample run, click a household on
-the map, and check that its timeline shows that household's real prompt and rules."""
+"""The explorer in a real headless Chromium.
+
+Load a committed sample run, click a household on the map, and check that its timeline shows that
+household's real prompt and rules.
+"""
 
 from __future__ import annotations
 
@@ -186,8 +189,10 @@ def test_the_explorer_needs_its_token_then_keeps_it_in_a_cookie(browser, explore
 
 
 def test_a_closed_session_is_freed_after_the_cull_time(browser) -> None:
-    """N6: a closed tab's session was kept for Solara's 24 h (about 230 MB each on a
-    2,000-household run); here it is freed ``cull_after_s`` after the tab closes."""
+    """N6: a closed tab's session is freed ``cull_after_s`` after the tab closes.
+
+    It was kept for Solara's 24 h (about 230 MB each on a 2,000-household run).
+    """
     import urllib.request
 
     from governed_broker.explore.access import cookie_name

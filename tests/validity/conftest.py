@@ -21,8 +21,10 @@ CONSTANT_SCRIPT = [{"pattern": ".", "reply": {
 
 @pytest.fixture
 def scripted_file(experiments, tmp_path: Path) -> Path:
-    """The small test world decided by the constant scripted model (memory on, cards and
-    response cache in ``tmp_path``), written as an experiment YAML file."""
+    """The small test world decided by the constant scripted model, as a YAML file.
+
+    Memory on, cards and response cache in ``tmp_path``.
+    """
     script = tmp_path / "constant.yaml"
     script.write_text(yaml.safe_dump(CONSTANT_SCRIPT))
     data = experiments.data()

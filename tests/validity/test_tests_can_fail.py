@@ -1,5 +1,8 @@
-"""Each test of the battery can pass and can fail: scripted households with one known flaw
-each (validity_households.py) run through the real context builder, broker, rules and audit."""
+"""Each test of the battery can pass and can fail.
+
+Scripted households with one known flaw each (validity_households.py) run through the real context
+builder, broker, rules and audit.
+"""
 
 from __future__ import annotations
 
