@@ -17,7 +17,6 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -26,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from governed_broker import progress as progress_mod
 from governed_broker.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -38,6 +38,7 @@ from governed_broker.checkpoint import (
     verify_checkpoint,
 )
 from governed_broker.config.base import ConfigError
+from governed_broker.config.cost import estimate_run_cost
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import dump_resolved
 from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
@@ -152,7 +153,8 @@ def run_experiment(
         experiment: The resolved experiment (``config.resolved.load_resolved``); a bare
             ``ExperimentConfig`` is resolved here.
         out_dir: The run directory to create (checked by ``run_dir.check_out_dir``).
-        progress: Show a progress bar over years (only on a terminal).
+        progress: Show the run's progress on stderr (``governed_broker.progress``: one line
+            rewritten on a terminal, plain lines in a log).
         overwrite: Replace an existing complete ``out_dir`` (only one that is recognisably a
             run of ours).
         decision_maker: Use this maker instead of the one ``config.decision`` names (tests).
@@ -363,12 +365,12 @@ def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
            lock: RunLock) -> tuple[int, dict[str, Any]]:
     """Simulate the years still to run, writing each year's rows and checkpoint.
 
-    Each year and each checkpoint only while the run still holds its lock. Returns the number
-    of agent rows written in all and the outputs' sizes and digests
-    (``CheckpointWriter.outputs``).
-    """
-    from tqdm import tqdm
+    Each year and each checkpoint only while the run still holds its lock.
 
+    Returns:
+        The number of agent rows written in all, and the outputs' sizes and digests
+        (``CheckpointWriter.outputs``).
+    """
     config = experiment.config
     rows, mode = 0, "w"
     checkpoints = CheckpointWriter(work, experiment.config_hash, verified)
@@ -391,11 +393,12 @@ def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
             model_f.write(",".join(model.model_columns) + "\n")
             if inst_f is not None:
                 inst_f.write(",".join(INSTITUTION_COLUMNS) + "\n")
-        bar = tqdm(range(model.year, config.years), desc=config.name, unit="year",
-                   initial=model.year, total=config.years,
-                   disable=not (progress and sys.stderr.isatty()))
-        for _ in bar:
+        meter = files.enter_context(progress_mod.reporting(
+            progress_mod.Progress(config.name, enabled=progress)))
+        _plan(meter, config, model)
+        for year in range(model.year + 1, config.years + 1):
             lock.verify()
+            meter.step("year", year, config.years)
             model.step()
             cols = model.last_agent_columns
             agents_f.write(format_rows(AGENT_COLUMNS, cols))
@@ -411,6 +414,30 @@ def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
             lock.verify()
             checkpoints.write(model, rows)
     return rows, checkpoints.outputs()
+
+
+def _plan(meter: progress_mod.Progress, config: ExperimentConfig, model: FloodModel) -> None:
+    """The LLM calls still to come, by kind, for the progress line's ETA.
+
+    Every active household decides every year left (an upper bound), reflects in each
+    reflection year left, and each LLM institution decides once a year; calls per unit as
+    ``estimate_run_cost`` expects them until the run has measured its own.
+    """
+    years_left = config.years - model.year
+    if years_left <= 0:
+        return
+    cost = estimate_run_cost(config, households=int((~model.hh.relocated).sum()))
+    if cost.decision_calls:
+        meter.plan("decisions", cost.decision_calls // config.years * years_left,
+                   cost.calls_per_decision)
+    if cost.reflection_calls:
+        interval = config.reflection.interval_years
+        due = sum(1 for y in range(model.year + 1, config.years + 1) if y % interval == 0)
+        meter.plan("reflections", cost.households * due)
+    if cost.institution_calls:
+        makers = len(config.institutions.llm_makers) if config.institutions else 0
+        meter.plan("institutions", makers * years_left,
+                   cost.institution_calls / max(1, makers * config.years))
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from governed_broker import progress
 from governed_broker.broker.aio import LoopThread
 from governed_broker.broker.conversation import (
     Conversation,
@@ -122,6 +123,7 @@ class GovernedBroker:
     # -- DecisionMaker API ------------------------------------------------------------------
     def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         """Decide for every household of one year (concurrently); results in input order."""
+        progress.phase("decisions", len(situations))
         decisions = self._loop.run(self.adecide(situations))
         self.backend.flush()
         if self._audit is not None:
@@ -162,7 +164,9 @@ class GovernedBroker:
 
         async def one(situation: HouseholdSituation) -> Decision:
             async with semaphore:
-                return await self.decide_one(situation)
+                decision = await self.decide_one(situation)
+            progress.advance()
+            return decision
 
         try:
             async with asyncio.TaskGroup() as group:

@@ -23,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from governed_broker import progress
 from governed_broker.broker.aio import LoopThread
 from governed_broker.broker.conversation import (
     Conversation,
@@ -106,7 +107,9 @@ class InstitutionBroker:
     # -- InstitutionMaker API ---------------------------------------------------------------
     def decide(self, situation: InstitutionSituation) -> InstitutionDecision:
         """Ask, validate and re-ask until approved or a budget is exhausted."""
+        progress.phase("institutions", 1, label=self.institution)
         decision = self.loop.run(self.adecide(situation))
+        progress.advance()
         self.backend.flush()
         return decision
 

@@ -71,6 +71,10 @@ def model_identity(config: ExperimentConfig) -> dict[str, Any]:
         identity["script_sha256"] = _sha256_tree(config.resolve_path(llm.script))
     if llm.backend == "embedded" and not llm.prompt_cache:
         identity["prompt_cache"] = False  # other replies (left out when on: keys unchanged)
+    if llm.backend == "embedded":
+        from governed_broker.llm.embedded import default_threads
+
+        identity["threads"] = llm.threads or default_threads()  # replies depend on it
     return identity
 
 

@@ -17,8 +17,6 @@ the broker's rules block it and the model answers the re-ask.
 from __future__ import annotations
 
 import json
-import sys
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -221,16 +219,3 @@ class Prober:
             if self.progress is not None:
                 self.progress(done + len(out), total)
         return out
-
-
-class ProgressLine:
-    """Reports progress on stderr: decisions done of all, and the seconds since it was made."""
-
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-
-    def __call__(self, done: int, total: int) -> None:
-        """Show ``done`` of ``total`` decisions."""
-        elapsed = time.perf_counter() - self.start
-        print(f"validate: {done}/{total} decisions, {elapsed:.0f} s", file=sys.stderr,
-              flush=True)

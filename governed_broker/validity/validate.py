@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from governed_broker.config.base import ConfigError
+from governed_broker.config.cost import EMBEDDED_CALL_S, calls_per_decision
 from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend
+from governed_broker.progress import Progress, duration, reporting
 from governed_broker.run_dir import RunLock, check_out_dir, partial_dir, write_atomic
 from governed_broker.validity.battery import load_battery
 from governed_broker.validity.card import card_key, make_card
 from governed_broker.validity.measures import TestResult, run_tests
 from governed_broker.validity.plan import BatteryPlan, plan_battery
-from governed_broker.validity.probe import Prober, ProgressLine
+from governed_broker.validity.probe import Prober
 from governed_broker.validity.situations import zone_probabilities
 from governed_broker.validity.store import CARD_FILE, card_text, cards_dir, save_card
 
@@ -107,9 +109,9 @@ def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, qui
             shutil.rmtree(work)
         work.mkdir(parents=True)
         wall, cpu = time.perf_counter(), time.process_time()
-        prober = Prober(experiment, plan, work, backend=backend,
-                        progress=ProgressLine() if progress else None)
-        replies = prober.ask()
+        prober = Prober(experiment, plan, work, backend=backend)
+        with reporting(battery_progress(experiment, plan, progress)):
+            replies = prober.ask()
         provenance = prober.provenance
         results = run_tests(plan, replies, experiment.domain)
         timing = {"wall_s": round(time.perf_counter() - wall, 1),
@@ -124,6 +126,26 @@ def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, qui
         os.replace(work, out)
     stored = save_card(card, cards_dir(config))
     return Validation(card, out, stored, results)
+
+
+def battery_progress(experiment: ResolvedExperiment, plan: BatteryPlan,
+                     enabled: bool) -> Progress:
+    """The progress line of a battery, its size said first.
+
+    The size: decisions, the LLM calls expected (``config.cost``: re-asks included) and their
+    time on the embedded model.
+    """
+    config = experiment.config
+    decisions = len(list(plan.asks()))
+    per = calls_per_decision(config)
+    calls = decisions * per
+    meter = Progress(f"validate {config.name}", enabled=enabled, totals=True)
+    meter.plan("decisions", decisions, per)
+    size = f"{decisions} decisions, about {calls:.0f} LLM calls"
+    if config.llm is not None and config.llm.backend == "embedded":
+        size += f", about {duration(calls * EMBEDDED_CALL_S)} on 2 idle CPU cores"
+    meter.message(f"validate {config.name}: {size}")
+    return meter
 
 
 def _battery_facts(plan: BatteryPlan, replies: list) -> dict[str, Any]:
