@@ -26,6 +26,7 @@ from typing import Any
 from governed_broker import progress
 from governed_broker.broker.aio import LoopThread
 from governed_broker.broker.conversation import (
+    Channel,
     Conversation,
     Reading,
     RequestSettings,
@@ -137,8 +138,8 @@ class InstitutionBroker:
         conv = Conversation(self.prompt(situation), self.schema(situation),
                             ("institution", self.institution, situation.year),
                             f"institution:{self.institution}")
-        status = await converse(conv, _Institution(self, situation), self.backend,
-                                self.request, self.governance, self.seed)
+        status = await converse(conv, _Institution(self, situation),
+                                Channel(self.backend, self.request, self.governance, self.seed))
         return self._finish(situation, conv, status)
 
     # -- prompt, schema, parsing ------------------------------------------------------------
