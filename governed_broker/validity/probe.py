@@ -194,12 +194,18 @@ class Prober:
         self.progress = progress
         #: The model identity and the call and cache statistics, once ``ask`` has run.
         self.provenance: dict[str, Any] = {}
+        self._built: dict[str, HouseholdSituation] = {}
 
     def situation(self, vignette: Vignette, replicate: int) -> HouseholdSituation:
-        """The situation of one replicate of a vignette (its arm's action order)."""
-        order = (tuple(reversed(self.experiment.domain.actions))
-                 if vignette.arm == "reversed_order" else None)
-        return self.situations.build(vignette.spec, vignette.agent_id(replicate), order)
+        """The situation of one replicate of a vignette (its arm's action order): built once
+        per vignette, the replicates differing only in their household id."""
+        built = self._built.get(vignette.key)
+        if built is None:
+            order = (tuple(reversed(self.experiment.domain.actions))
+                     if vignette.arm == "reversed_order" else None)
+            built = self._built[vignette.key] = self.situations.build(
+                vignette.spec, vignette.agent_id(0), order)
+        return replace(built, agent_id=vignette.agent_id(replicate))
 
     def ask(self, batch_size: int = 8) -> list[Reply]:
         """Decide every (vignette, replicate) of the plan; replies in plan order."""
