@@ -5,8 +5,8 @@ Usage: python benchmarks/validity_variants.py CARD.json [CARD.json ...]
 Each card is a ``validity_card.json`` written by ``governed-broker validate`` (or a stored card
 from the card directory), of the current card format (a card of another format was made with
 another instrument and is refused, never shown beside these). The table has one row per card:
-what was overridden (the ``--set`` settings other than the thread and concurrency counts, which
-are not part of the card's key; the thread count is shown with the seconds per call, and
+what was overridden (the ``--set`` settings other than the thread and concurrency counts and the
+response cache and cards directories, which are not part of the card's key; the thread count is shown with the seconds per call, and
 docs/llm_backends.md says how it can still change llama.cpp's replies), the card key, its
 verdict, how many primary tests passed, how many tests passed / failed / were inconclusive, a
 few headline statistics with their 90 % interval ("n/a" where a test has no statistic; the
@@ -26,8 +26,9 @@ from typing import Any
 
 from governed_broker.validity.store import CARD_FORMAT
 
-#: Settings outside the card's key (how fast a card is made): not shown as a variant.
-SPEED_ONLY = ("llm.threads", "llm.concurrency")
+#: Settings outside the card's key (how fast a card is made, where replies and cards are kept):
+#: not shown as a variant.
+NOT_IN_KEY = ("llm.threads", "llm.concurrency", "llm.cache", "validity.cards_dir")
 #: Headline statistics: (column title, test name).
 HEADLINES = (
     ("threat~depth rho", "threat_rises_with_depth"),
@@ -41,7 +42,7 @@ HEADLINES = (
 
 def _variant(card: dict[str, Any]) -> str:
     overrides = [o for o in card["configuration"].get("overrides", [])
-                 if o.split("=", 1)[0] not in SPEED_ONLY]
+                 if not o.split("=", 1)[0].startswith(NOT_IN_KEY)]
     return ", ".join(overrides) or "(as configured)"
 
 

@@ -64,8 +64,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     source = {"file": str(args.experiment), "overrides": list(args.overrides)}
     if args.seeds < 1:
         raise ConfigError(f"--seeds must be at least 1, got {args.seeds}")
-    if args.calibration is not None and args.reference is None:
-        raise ConfigError("--calibration needs --reference (the respondents it calibrates on)")
+    if args.reference is None and (args.calibration is not None or args.seeds != 1):
+        raise ConfigError("--seeds and --calibration need --reference (the respondents the "
+                          "battery is calibrated on)")
     if args.reference is not None:
         names = _reference_names(args.reference)
         if args.seeds > 1 or len(names) > 1 or args.calibration is not None:

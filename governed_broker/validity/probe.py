@@ -13,7 +13,7 @@ the battery's scripted rule-breaking reply, given by the same layer (never sent 
 never cached, not a logged call), so that the broker's rules block it and the model answers the
 re-ask.
 
-``ask_battery`` returns one ``Reply`` per (vignette, replicate): the first readable proposal
+``Prober.ask`` returns one ``Reply`` per (vignette, replicate): the first readable proposal
 (labels, action, reason), whether the rules blocked it, and the outcome after governance.
 """
 
