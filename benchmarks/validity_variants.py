@@ -6,8 +6,9 @@ Each card is a ``validity_card.json`` written by ``governed-broker validate`` (o
 from the card directory), of the current card format (a card of another format was made with
 another instrument and is refused, never shown beside these). The table has one row per card:
 what was overridden (the ``--set`` settings other than the thread and concurrency counts and the
-response cache and cards directories, which are not part of the card's key; the thread count is shown with the seconds per call, and
-docs/llm_backends.md says how it can still change llama.cpp's replies), the card key, its
+response cache and cards directories, which are not part of the card's key; the thread count is
+shown with the seconds per call, and docs/llm_backends.md says how it can still change
+llama.cpp's replies), the card key, its
 verdict, how many primary tests passed, how many tests passed / failed / were inconclusive, a
 few headline statistics with their 90 % interval ("n/a" where a test has no statistic; the
 card's note says why), and the cost of a decision in tokens (hardware-independent) and in
