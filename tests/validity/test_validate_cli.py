@@ -84,3 +84,19 @@ def test_report_of_a_validate_directory(scripted_file, tmp_path) -> None:
     families = {t["family"] for t in json.loads((out / "validity_card.json").read_text())["tests"]}
     assert "Validity card" in page and page.count("<img") == len(families) == 7  # one each
     assert "threat_rises_with_depth" in page
+
+
+def test_budget_prints_the_plan_and_asks_nothing(scripted_file, tmp_path, capsys) -> None:
+    out = tmp_path / "v"
+    assert main(["validate", str(scripted_file), "--budget", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("battery: ") and "decisions" in printed
+    assert "time: seconds (scripted backend: no model" in printed
+    for name in ("threat_rises_with_depth", "action_order_invariance", "retest_decision"):
+        assert name in printed
+    assert not out.exists() and not (tmp_path / "responses.sqlite").exists()
+
+
+def test_seeds_without_a_reference_is_a_configuration_error(scripted_file, capsys) -> None:
+    assert main(["validate", str(scripted_file), "--seeds", "5"]) == 2
+    assert "need --reference" in capsys.readouterr().err
