@@ -54,11 +54,13 @@ class Tally:
     cards_passed: int = 0
     passes: dict[str, int] = field(default_factory=dict)
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
+    tests_passed: list[int] = field(default_factory=list)
 
     def add(self, results: Sequence[Any]) -> None:
         """Count one battery's results."""
         self.runs += 1
         self.cards_passed += int(verdict(list(results))[0])
+        self.tests_passed.append(sum(r.outcome == "pass" for r in results))
         for r in results:
             self.passes[r.name] = self.passes.get(r.name, 0) + int(r.outcome == "pass")
             counts = self.outcomes.setdefault(r.name, {})
@@ -133,4 +135,8 @@ def calibration_json(calibration: Calibration, made_with: str) -> dict[str, Any]
             "runs": len(calibration.seeds),
             "cards_passed": {n: round(t.cards_passed / t.runs, 3)
                              for n, t in calibration.tallies.items()},
+            "tests_passed": {n: {"min": min(t.tests_passed), "mean": round(
+                sum(t.tests_passed) / t.runs, 2), "max": max(t.tests_passed)}
+                for n, t in calibration.tallies.items()},
+            "outcomes": {n: t.outcomes for n, t in calibration.tallies.items()},
             "tests": tests}
