@@ -11,6 +11,7 @@ cost no model time.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +70,7 @@ def _speed(experiment: ResolvedExperiment) -> tuple[float | None, str]:
 
         spec = get_model_spec(llm.model or default_model_name())
         if spec.seconds_per_call is not None:
-            return spec.seconds_per_call, f"model catalogue: {spec.speed_source}"
+            return spec.seconds_per_call, f"the model catalogue's figure: {spec.speed_source}"
     return None, f"the speed of {llm.backend} model {llm.model or llm.model_path} is not known here"
 
 
@@ -82,11 +83,13 @@ def budget_lines(plan: BatteryPlan, budget: Budget) -> list[str]:
     elif budget.seconds_per_call == 0:
         time = f"time: seconds ({budget.speed_source})"
     else:
-        time = (f"at least {minutes:.0f} min at {budget.seconds_per_call:g} s per call "
-                f"({budget.speed_source}); re-asks come on top, and replies already in the "
-                "response cache cost nothing")
+        time = (f"at least {minutes:.0f} min at {budget.seconds_per_call:g} s per call (the "
+                "model catalogue's figure, measured on 2 idle cores; a busy machine takes "
+                "longer); re-asks come on top, and replies already in the response cache cost "
+                "nothing")
     lines = [f"battery: {budget.decisions:,} decisions, {budget.decisions:,} model calls (up to "
-             f"{budget.calls_at_most:,} if every re-ask were used); {time}",
+             f"{budget.calls_at_most:,} if every re-ask were used)",
+             *textwrap.wrap(time, 96, initial_indent="  ", subsequent_indent="  "),
              "  test                                  primary  replies  per vignette  power"]
     for test in plan.battery.tests.tests:
         size = plan.sizes[test.name]
