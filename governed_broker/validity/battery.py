@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.base import ConfigError, StrictModel, excerpt
@@ -70,6 +76,13 @@ class VignetteSpec(StrictModel):
         memory_fidelity: When set, every memory is shown at this fidelity instead of the one
             its age gives (so that a test varying how long ago a flood was changes only the
             years, not how much of it is remembered). None: as the memory engine recalls it.
+        programme_state: By name, the household's state in the experiment's policy
+            instruments (``insurance_required``, ``group_policy_years``, ``group_insured``,
+            ``aid_requires_insurance``, ``flood_payments``, ``large_flood_payments``) and
+            offers stated rather than made (``subsidy_offered``, ``buyout_offered``,
+            ``buyout_price_usd``, ``certificate``, ``preferred``); what it does not name is
+            that of a household new to the run, to which the programmes make their offers
+            alone (``sim.world_of_one``).
     """
 
     tenure: Literal["owner", "renter"]
@@ -89,6 +102,18 @@ class VignetteSpec(StrictModel):
     neighbours: NeighbourShares
     cost_factor: dict[str, Annotated[float, Field(gt=0, le=100)]] = {}
     memory_fidelity: Literal["detailed", "summary", "gist"] | None = None
+    programme_state: dict[str, bool | Annotated[float, Field(ge=0, le=MAX_USD)]] = {}
+
+    @model_serializer(mode="wrap")
+    def _without_empty_state(self, handler: Any) -> dict[str, Any]:
+        # a vignette without programme state (or fixed memory fidelity) dumps, and so keys its
+        # card, as before those fields existed
+        data = handler(self)
+        if not self.programme_state:
+            data.pop("programme_state", None)
+        if self.memory_fidelity is None:
+            data.pop("memory_fidelity", None)
+        return data
 
     @field_validator("cost_factor")
     @classmethod
@@ -526,6 +551,8 @@ def derive(base: VignetteSpec, changes: Mapping[str, Any], vary: str | None, lev
     """
     where = f"{source}: test {test!r}"
     data = copy.deepcopy(base.model_dump(mode="json"))
+    for name, info in VignetteSpec.model_fields.items():  # fields a dump leaves out when unset
+        data.setdefault(name, info.get_default(call_default_factory=True))
     for path, value in changes.items():
         _set_path(data, path, copy.deepcopy(value), where)
     if vary is not None:
