@@ -42,8 +42,10 @@ CASES = {
 def rates(a: tuple[float, ...], b: tuple[float, ...], n: int, tolerance: float,
           pass_alpha: float, fail_alpha: float, sets: int,
           rng: np.random.Generator) -> tuple[float, float]:
-    """(pass rate, fail rate) of the percentile-bootstrap bounds over simulated data sets (a
-    pass at the test's own level, Bonferroni's for a primary test; a fail at the battery's)."""
+    """The pass and fail rates of the percentile-bootstrap bounds over simulated data sets.
+
+    A pass at the test's own level (Bonferroni's for a primary test), a fail at the battery's.
+    """
     pa = rng.multinomial(n, a, size=sets) / n
     pb = rng.multinomial(n, b, size=sets) / n
     draws = tv_resamples(rng, np.repeat(pa[:, None, :], TV_RESAMPLES, axis=1),

@@ -351,8 +351,11 @@ def restore(model: FloodModel, checkpoint: Checkpoint) -> None:
 
 
 def _memory_log(work: Path, checkpoint: Checkpoint) -> Iterator[list[Any]]:
-    """The memory changes of years 1..checkpoint.year, in order, from the (verified and cut
-    back) memory log, read a line at a time (a basin-size run's log is gigabytes)."""
+    """The memory changes of years 1..checkpoint.year, in order.
+
+    From the (verified and cut back) memory log, read a line at a time (a basin-size run's log is
+    gigabytes).
+    """
     number = 0
     with open(work / MEMORY_LOG, encoding="ascii") as f:
         for number, line in enumerate(f, start=1):

@@ -91,23 +91,25 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``run``: the sweep of a YAML with a ``sweep:`` block, else one run."""
-    from governed_broker.config.loader import load_experiment
+    from governed_broker.config.resolved import load_resolved
 
-    config = load_experiment(args.experiment, args.overrides)
+    experiment = load_resolved(args.experiment, args.overrides)
+    config = experiment.config
     if config.sweep is not None:
         return _run_sweep(args)
     for flag, value in (("--executor", args.executor), ("--max-workers", args.max_workers)):
         if value is not None:
             raise ConfigError(f"{flag}: {args.experiment} has no 'sweep:' block, so it runs once "
                               "in this process; remove the flag, or add a sweep block")
-    return _run_once(args, config)
+    return _run_once(args, experiment)
 
 
-def _run_once(args: argparse.Namespace, config) -> int:
+def _run_once(args: argparse.Namespace, experiment) -> int:
     from governed_broker.config.cost import estimate_run_cost, format_run_cost
     from governed_broker.run_dir import partial_dir
     from governed_broker.runner import OutputExistsError, run_experiment
 
+    config = experiment.config
     out = args.out if args.out is not None else Path("outputs") / config.name
     print(f"{config.name}: {format_run_cost(estimate_run_cost(config))}", file=sys.stderr)
     if args.dry_run:
@@ -115,7 +117,7 @@ def _run_once(args: argparse.Namespace, config) -> int:
         return 0
     explorer = _explorer(args, out, lambda: out.is_dir() or partial_dir(out).is_dir())
     try:
-        result = run_experiment(config, out, progress=not args.no_progress,
+        result = run_experiment(experiment, out, progress=not args.no_progress,
                                 overwrite=args.overwrite)
     except BaseException as exc:
         if explorer is not None:

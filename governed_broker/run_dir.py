@@ -156,8 +156,11 @@ def remove_run_dir(path: Path, *, finished: bool) -> None:
 
 
 def remove_leftovers(work: Path) -> None:
-    """Delete the temporary files (``.tmp-*``) a killed run left in ``work`` and its
-    ``memories/`` (half-written files never renamed into place); never follows symlinks."""
+    """Delete the temporary files a killed run left in ``work``.
+
+    The ``.tmp-*`` files in ``work`` and its ``memories/`` (half-written files never renamed into
+    place); never follows symlinks.
+    """
     for folder in (work, work / "memories"):
         if folder.is_symlink() or not folder.is_dir():
             continue

@@ -112,8 +112,10 @@ def build_decision_maker(experiment: ResolvedExperiment, run_dir: Path) -> Decis
 
 def build_institution_makers(experiment: ResolvedExperiment, run_dir: Path,
                              household_maker: DecisionMaker) -> dict[str, InstitutionMaker]:
-    """The LLM makers of the institutions an LLM decides for (none: rule makers only, which
-    the world builds itself)."""
+    """The LLM makers of the institutions an LLM decides for.
+
+    None: rule makers only, which the world builds itself.
+    """
     inst = experiment.config.institutions
     if inst is None or not inst.llm_makers:
         return {}
@@ -129,7 +131,7 @@ INSTITUTION_COLUMNS = names(INSTITUTIONS_YEARLY)
 
 
 def run_experiment(
-    config: ExperimentConfig,
+    experiment: ResolvedExperiment | ExperimentConfig,
     out_dir: str | Path,
     *,
     progress: bool = True,
@@ -139,7 +141,8 @@ def run_experiment(
     """Run one experiment and write its outputs (docs/ARCHITECTURE.md "Output contract").
 
     Args:
-        config: The validated experiment.
+        experiment: The resolved experiment (``config.resolved.load_resolved``); a bare
+            ``ExperimentConfig`` is resolved here.
         out_dir: The run directory to create (checked by ``run_dir.check_out_dir``).
         progress: Show a progress bar over years (only on a terminal).
         overwrite: Replace an existing complete ``out_dir`` (only one that is recognisably a
@@ -164,8 +167,9 @@ def run_experiment(
                 raise OutputExistsError(
                     f"{out_dir} already exists; choose another --out or pass --overwrite")
             require_own_run(out_dir, finished=True, action="replace")
-        return _run_locked(resolve_experiment(config), out_dir, progress, overwrite,
-                           decision_maker)
+        if isinstance(experiment, ExperimentConfig):
+            experiment = resolve_experiment(experiment)
+        return _run_locked(experiment, out_dir, progress, overwrite, decision_maker)
 
 
 def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, overwrite: bool,
@@ -261,8 +265,10 @@ def _publish(work: Path, out_dir: Path) -> None:
 
 
 def _finished_manifest(work: Path, chash: str, overwrite: bool) -> dict[str, Any] | None:
-    """The manifest of a finished run in ``work`` that was never moved into place (None: the
-    run in ``work``, if any, has not finished)."""
+    """The manifest of a finished run in ``work`` that was never moved into place.
+
+    None: the run in ``work``, if any, has not finished.
+    """
     if not (work / "manifest.json").is_file():
         return None
     require_own_run(work, finished=True, action="resume")
@@ -279,9 +285,12 @@ def _finished_manifest(work: Path, chash: str, overwrite: bool) -> dict[str, Any
 
 def _resumable(work: Path, chash: str,
                overwrite: bool) -> tuple[Checkpoint, Verified] | tuple[None, None]:
-    """The verified checkpoint to resume from in ``work`` ((None, None): start afresh, ``work``
-    removed). With ``overwrite``, an unfinished run of another configuration or with a
-    checkpoint that fails verification is discarded; without, either is an error."""
+    """The verified checkpoint to resume from in ``work``.
+
+    ``(None, None)``: start afresh, ``work`` removed. With ``overwrite``, an unfinished run of
+    another configuration or with a checkpoint that fails verification is discarded; without, either
+    is an error.
+    """
     if not work.exists():
         return None, None
     require_own_run(work, finished=False, action="resume")
@@ -307,12 +316,12 @@ def _simulate(
     ckpt: Checkpoint | None, verified: Verified | None, progress: bool,
     institution_makers: Mapping[str, InstitutionMaker] | None = None,
 ) -> tuple[FloodModel, int]:
-    """The run's world, simulated to its last year (the caller releases it once read), and
-    the number of agent rows written."""
+    """The run's world, simulated to its last year (the caller releases it once read).
+
+    And the number of agent rows written.
+    """
     config = experiment.config
-    model = FloodModel(config, maker, agent_types=experiment.domain, run_dir=work,
-                       institutions_domain=experiment.institutions,
-                       institution_makers=institution_makers)
+    model = FloodModel(experiment, maker, run_dir=work, institution_makers=institution_makers)
     try:
         rows = _years(model, experiment, work, ckpt, verified, progress)
         if model.world_memory is not None:
@@ -327,8 +336,10 @@ def _simulate(
 
 def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
            ckpt: Checkpoint | None, verified: Verified | None, progress: bool) -> int:
-    """Simulate the years still to run, writing each year's rows and checkpoint; the number
-    of agent rows written in all."""
+    """Simulate the years still to run, writing each year's rows and checkpoint.
+
+    The number of agent rows written in all.
+    """
     from tqdm import tqdm
 
     config = experiment.config

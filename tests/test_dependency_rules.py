@@ -94,8 +94,10 @@ def _resolve(target: str, modules: set[str]) -> str | None:
 
 
 def test_no_import_circles() -> None:
-    """No circle of modules, counting lazy imports and those for type checking too: a circle
-    there still ties two modules into one concept."""
+    """No circle of modules, counting lazy imports and those for type checking too.
+
+    A circle there still ties two modules into one concept.
+    """
     sources = _sources()
     modules = set(sources)
     graph = {m: {t for t in (_resolve(x, modules)

@@ -120,8 +120,10 @@ def _page(title: str, body: list[str]) -> str:
 
 
 def _hindcast_html(run, targets_path: Path | None, bar=None) -> list[str]:
-    """The observed-vs-simulated section of a run with hindcast targets (its experiment's
-    ``calibration.targets``, or ``targets_path``); empty without."""
+    """The observed-vs-simulated section of a run with hindcast targets; empty without.
+
+    Its experiment's ``calibration.targets``, or ``targets_path``.
+    """
     from governed_broker.analysis.hindcast import (
         load_targets,
         plot_hindcast,
@@ -154,9 +156,11 @@ def _hindcast_html(run, targets_path: Path | None, bar=None) -> list[str]:
 
 def run_report_html(path: Path | str, bench: BenchmarkSet | None = None,
                     targets: Path | str | None = None, bar=None) -> str:
-    """HTML text of the report of one run directory, with a hindcast section when the run's
-    experiment names ``calibration.targets`` or ``targets`` is given (``bar``: a tqdm bar, one
-    step for the loading and analysis and one per figure)."""
+    """HTML text of the report of one run directory.
+
+    With a hindcast section when the run's experiment names ``calibration.targets`` or ``targets``
+    is given (``bar``: a tqdm bar, one step for the loading and analysis and one per figure).
+    """
     run = load_run(path)
     bench = bench or load_benchmarks()
     s = summarise_run(run, bench)
@@ -264,8 +268,11 @@ def _sweep_groups(outcomes: pd.DataFrame, parameters: list[str]) -> str | None:
 
 
 def _arms_html(outcomes: pd.DataFrame) -> list[str]:
-    """The policy-comparison section: each arm against the first, paired by seed (empty for a
-    sweep without cases or without seeds that several arms ran)."""
+    """The policy-comparison section.
+
+    Each arm against the first, paired by seed (empty for a sweep without cases or without seeds
+    that several arms ran).
+    """
     if ARM not in outcomes.columns or outcomes[ARM].nunique() < 2:
         return []
     arms = list(dict.fromkeys(outcomes[ARM].astype(str)))
@@ -281,8 +288,10 @@ def _arms_html(outcomes: pd.DataFrame) -> list[str]:
 
 
 def _branch_html(path: Path) -> list[str]:
-    """What a ``governed-broker branch`` directory forked, and whether its arms re-lived the
-    parent's history (empty for other sweeps)."""
+    """What a ``governed-broker branch`` directory forked.
+
+    And whether its arms re-lived the parent's history (empty for other sweeps).
+    """
     record = branch_record(path)
     if record is None:
         return []
@@ -316,8 +325,10 @@ def _branch_html(path: Path) -> list[str]:
 
 
 def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=None) -> str:
-    """HTML text of the report of one sweep directory (``bar``: a tqdm bar, one step per
-    figure)."""
+    """HTML text of the report of one sweep directory.
+
+    ``bar``: a tqdm bar, one step per figure.
+    """
     sweep = load_sweep(path)
     outcomes = run_outcomes(sweep)
     numeric = [p for p in sweep.parameters if pd.api.types.is_numeric_dtype(sweep.runs[p])]

@@ -1,5 +1,7 @@
-"""The "Behavioural validity" section of a report: the run's validity card (one figure per test
-family) and the validity measures of the run itself (``run_validity``).
+"""The "Behavioural validity" section of a report.
+
+The run's validity card (one figure per test family) and the validity measures of the run itself
+(``run_validity``).
 
 A run's card is ``validity_card.json`` in its directory (copied there when the run started, see
 ``governed_broker.validity.gate``); its manifest's ``validity`` record says what the gate found,
@@ -51,8 +53,11 @@ def read_card(directory: Path) -> dict[str, Any] | None:
 
 
 def card_table(card: dict[str, Any]) -> pd.DataFrame:
-    """One row per test: whether it is primary, family, statistic, value, its 90 % interval,
-    criterion, p (Holm-adjusted for primary tests), n, outcome, note."""
+    """One row per test.
+
+    Whether it is primary, family, statistic, value, its 90 % interval, criterion, p (Holm-adjusted
+    for primary tests), n, outcome, note.
+    """
     rows = [{"test": t["name"], "primary": "yes" if t["primary"] else "",
              "family": t["family"], "statistic": t["statistic_name"], "value": t["statistic"],
              "interval": "" if t["lower"] is None or t["upper"] is None

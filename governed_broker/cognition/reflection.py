@@ -44,8 +44,9 @@ from governed_broker.seeding import child_seed
 def parse_insights(
     text: str, n_insights: int, max_chars: int
 ) -> tuple[list[str], list[str], str | None]:
-    """Parse ``{"insights": [...]}``, repairing fences, prose, trailing commas; overlong items
-    keep their leading whole sentences (never cut halfway).
+    """Parse ``{"insights": [...]}``, repairing fences, prose, trailing commas.
+
+    Overlong items keep their leading whole sentences (never cut halfway).
 
     Returns:
         ``(insights, repairs, error or None)``; at least one non-empty insight on success.
@@ -119,8 +120,10 @@ class ReflectionEngine:
     @classmethod
     def from_dir(cls, prompts_dir: Path, backend: LLMBackend, config: ReflectionConfig,
                  **kwargs: Any) -> ReflectionEngine:
-        """Load ``<prompts_dir>/reflection.yaml`` (templates and ``claims``) and build the
-        engine."""
+        """Load ``<prompts_dir>/reflection.yaml`` and build the engine.
+
+        Templates and ``claims``.
+        """
         templates = load_templates(Path(prompts_dir) / "reflection.yaml", REFLECTION_TEMPLATES,
                                    extra_keys=frozenset({"claims"}))
         return cls(backend, config, templates, **kwargs)
@@ -172,8 +175,10 @@ class ReflectionEngine:
     async def areflect_shared(
         self, groups: Sequence[Sequence[ReflectionTarget]], year: int
     ) -> list[dict[str, Any]]:
-        """Reflect once per group (cohort mode): the group's first household by agent id
-        reflects on its memories of the year, and its insights are stored in every member.
+        """Reflect once per group (cohort mode).
+
+        The group's first household by agent id reflects on its memories of the year, and its
+        insights are stored in every member.
 
         Returns:
             The ``reflections.jsonl`` records, one per household in agent order; a member's

@@ -65,8 +65,10 @@ def _accepts_off(annotation: Any) -> bool:
 
 
 def _yaml_off(annotation: Any, value: Any) -> Any:
-    """``value`` with a ``False`` read as ``"off"`` where ``annotation`` accepts ``"off"``
-    (itself, or the values of a dict)."""
+    """``value`` with a ``False`` read as ``"off"`` where ``annotation`` accepts ``"off"``.
+
+    Itself, or the values of a dict.
+    """
     if value is False and _accepts_off(annotation):
         return "off"
     if isinstance(value, dict):
@@ -78,8 +80,10 @@ def _yaml_off(annotation: Any, value: Any) -> Any:
 
 
 def _bool_where_number(annotation: Any, value: Any) -> bool:
-    """Whether ``value`` holds a bool where ``annotation`` wants a number (also inside dicts
-    and lists of numbers)."""
+    """Whether ``value`` holds a bool where ``annotation`` wants a number.
+
+    Also inside dicts and lists of numbers.
+    """
     alts = _alternatives(annotation)
     if bool in alts or Any in alts:
         return False
@@ -133,8 +137,11 @@ MAX_MESSAGE_LINE_CHARS = 2000
 
 
 def bounded_message(message: str) -> str:
-    """A message made safe to print: every line printable (tabs kept) and at most
-    ``MAX_MESSAGE_LINE_CHARS`` long, the whole at most ``MAX_MESSAGE_CHARS``."""
+    """A message made safe to print.
+
+    Every line printable (tabs kept) and at most ``MAX_MESSAGE_LINE_CHARS`` long, the whole at most
+    ``MAX_MESSAGE_CHARS``.
+    """
     lines = [printable(line.replace("\t", " "), MAX_MESSAGE_LINE_CHARS)
              for line in message[: MAX_MESSAGE_CHARS * 2].split("\n")]
     text = "\n".join(lines)

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from governed_broker.config.base import StrictModel
+from governed_broker.contracts.decision import action_in_path
 
 #: A governance rule's severity: ``ERROR`` blocks and re-asks, ``WARNING`` is only recorded,
 #: ``off`` is not evaluated.
@@ -252,8 +253,10 @@ class RuleCondition(StrictModel):
 
 
 class RuleSeverity(StrictModel):
-    """Severity per governance profile: ``ERROR`` blocks and re-asks, ``WARNING`` is only
-    recorded, ``off`` is not evaluated."""
+    """Severity per governance profile.
+
+    ``ERROR`` blocks and re-asks, ``WARNING`` is only recorded, ``off`` is not evaluated.
+    """
 
     strict: Severity
     relaxed: Severity
@@ -353,10 +356,14 @@ class GovernanceRules(StrictModel):
         return self.model_copy(update={"rules": rules})
 
     def check_actions(self, action_ids: Iterable[str]) -> None:
-        """Raise ``ValueError`` if a rule names an action the skill registry does not know."""
+        """Raise ``ValueError`` if a rule names an action the domain does not have.
+
+        Among the actions it applies to, or as the action whose cost or affordability it tests.
+        """
         known = set(action_ids)
         for rule in self.rules:
-            unknown = [a for a in rule.actions if a not in known]
+            named = [*rule.actions, *filter(None, map(action_in_path, rule.when.state))]
+            unknown = [a for a in named if a not in known]
             if unknown:
                 raise ValueError(
                     f"governance rule {rule.id!r} names unknown action(s) {unknown}; "

@@ -141,9 +141,11 @@ class ExperimentConfig(StrictModel):
         return self.with_settings(self.policy_change.settings)
 
     def with_settings(self, settings: dict[str, Any]) -> ExperimentConfig:
-        """The experiment with policy settings (dotted paths of ``config.policy``, e.g.
-        ``{"insurance.loading": 1.2}``) changed: a policy change, or the levers institutions
-        put in force for a year. The changed sections are validated again.
+        """The experiment with some policy settings changed.
+
+        Settings are dotted paths of ``config.policy``, e.g. ``{"insurance.loading": 1.2}``: a
+        policy change, or the levers institutions put in force for a year. The changed sections are
+        validated again.
 
         Raises:
             ValueError: a changed setting the section does not accept.

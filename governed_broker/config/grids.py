@@ -1,5 +1,6 @@
-"""Reading the flood-depth grids of ``hazard.raster``: ESRI ASCII, plain or gzip, from a
-directory or a tar archive.
+"""Reading the flood-depth grids of ``hazard.raster``.
+
+ESRI ASCII, plain or gzip, from a directory or a tar archive.
 
 An ESRI ASCII grid is six header lines (``ncols``, ``nrows``, ``xllcorner`` or ``xllcenter``,
 ``yllcorner`` or ``yllcenter``, ``cellsize``, ``NODATA_value``) and ``nrows`` rows of
@@ -78,8 +79,10 @@ class GridSource:
             _check_member_name(name, "hazard.raster.grids")
 
     def texts(self, header_only: bool = False):
-        """``(year, name, text)`` of every grid in year order (only the header lines when
-        ``header_only``)."""
+        """``(year, name, text)`` of every grid in year order.
+
+        Only the header lines when ``header_only``.
+        """
         order = sorted(self.raster.grids)
         if self.path.is_dir():
             for year in order:

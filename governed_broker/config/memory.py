@@ -21,8 +21,9 @@ from governed_broker.config.base import StrictModel
 #: Memory engines by name: the engine class, written as ``"module:Class"`` and imported only
 #: when a run uses it (``governed_broker.memory.engine.make_engine``). A class satisfies
 #: ``governed_broker.memory.protocol.MemoryEngine`` and is built as
-#: ``Class(**engine_kwargs(params), rng=rng, agent_id=agent_id)``; a new engine is such a class
-#: plus one entry here. ``none`` (no memory) is not an engine and not listed.
+#: ``Class(params, rng=rng, agent_id=agent_id)`` (``params``: the ``memory:`` section, a
+#: ``MemoryParams``, whole); a new engine is such a class plus one entry here. ``none`` (no
+#: memory) is not an engine and not listed.
 MEMORY_ENGINES: dict[str, str] = {
     "humancentric": "governed_broker.memory.engine:HumanCentricMemoryEngine",
     "window": "governed_broker.memory.engine:WindowMemoryEngine",

@@ -97,10 +97,12 @@ FACTS: dict[str, tuple[Fact, ...]] = {"government": GOVERNMENT_FACTS, "insurer":
 
 
 def format_value(value: float | int | None, unit: Unit) -> str:
-    """A fact or lever value as prompts, feedback and the audit show it: dollars as
-    ``$12,300``, counts as ``1,204``, shares, ratios and factors to four significant digits
-    (``0.5``, ``1.357``); ``none yet`` for an undefined value (a loss ratio before any
-    premium)."""
+    """A fact or lever value as prompts, feedback and the audit show it.
+
+    Dollars as ``$12,300``, counts as ``1,204``, shares, ratios and factors to four significant
+    digits (``0.5``, ``1.357``); ``none yet`` for an undefined value (a loss ratio before any
+    premium).
+    """
     if value is None:
         return "none yet"
     if unit == "usd":
@@ -171,8 +173,14 @@ class InstitutionMaker(Protocol):
 
     name: str
 
-    def decide(self, situation: InstitutionSituation) -> InstitutionDecision: ...
+    def decide(self, situation: InstitutionSituation) -> InstitutionDecision:
+        """This year's levers of the institution."""
+        ...
 
-    def provenance(self) -> dict[str, Any] | None: ...
+    def provenance(self) -> dict[str, Any] | None:
+        """What the manifest records about the maker beyond its name (None: a rule)."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the maker's resources."""
+        ...

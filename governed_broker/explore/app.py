@@ -100,8 +100,10 @@ def SweepPage(sweep_dir: Path, query: dict[str, str]) -> None:
 
 
 def _use_refresh(stamp_of, key: str) -> int:
-    """A counter that grows whenever ``stamp_of()`` changes (polled in a thread, started
-    again when ``key``, the directory watched, changes)."""
+    """A counter that grows whenever ``stamp_of()`` changes.
+
+    Polled in a thread, started again when ``key``, the directory watched, changes.
+    """
     tick, set_tick = solara.use_state(0)
 
     def watch():
@@ -135,8 +137,10 @@ def _run_stamp(path: Path) -> tuple:
 
 @solara.component
 def RunPage(path: Path, query: dict[str, str]) -> None:
-    """One run: overview, households (map and timeline), decisions and, when the run has
-    them, the institutions' decisions."""
+    """One run: overview, households (map and timeline), decisions and, when the run has them.
+
+    The institutions' decisions.
+    """
     tick = _use_refresh(lambda: _run_stamp(path), str(path))
     view, problem = solara.use_memo(lambda: _load(path), [str(path), tick])
     tab, set_tab = solara.use_state(TABS.index(query["tab"]) if query.get("tab") in TABS else

@@ -145,18 +145,15 @@ class RunView:
         years = self.manifest.get("years") or (self.config or {}).get("years")
         return int(years) if years is not None else None
 
-    @property
-    def has_audit(self) -> bool:
-        """Whether the run has a broker audit (LLM decisions)."""
-        return bool(self.decisions)
-
     def household_ids(self) -> list[int]:
         """Every household of the run, in id order."""
         return sorted(int(a) for a in self.agents["agent_id"].unique())
 
     def memories(self, agent_id: int, ids: list[str] | None = None) -> list[Memory]:
-        """The memories of one household in ``memory.sqlite`` (all, or those in ``ids`` in
-        that order); [] when the run kept no memory store."""
+        """The memories of one household in ``memory.sqlite``.
+
+        All, or those in ``ids`` in that order; [] when the run kept no memory store.
+        """
         path = self.path / MEMORY_FILE
         if not path.is_file():
             return []
@@ -178,8 +175,11 @@ class RunView:
         return [found[i] for i in ids if i in found]
 
     def call(self, seed: int, tag: str = "decision") -> LoggedCall | None:
-        """The logged LLM call with this request seed (each attempt of each decision has its
-        own seed); the successful one when a call was repeated. None without a call log."""
+        """The logged LLM call with this request seed.
+
+        Each attempt of each decision has its own seed; the successful one when a call was repeated.
+        None without a call log.
+        """
         path = self.path / CALLS_FILE
         if not path.is_file():
             return None
@@ -198,9 +198,11 @@ class RunView:
 
 
 def _read_only(path: Path, live: bool) -> sqlite3.Connection:
-    """Open a run's SQLite file without ever writing beside it: a finished run's file is
-    opened as immutable (no lock or WAL side files are created), a running run's read-only
-    (its writer keeps the side files)."""
+    """Open a run's SQLite file without ever writing beside it.
+
+    A finished run's file is opened as immutable (no lock or WAL side files are created), a running
+    run's read-only (its writer keeps the side files).
+    """
     mode = "ro" if live else "ro&immutable=1"
     return sqlite3.connect(f"{path.absolute().as_uri()}?mode={mode}", uri=True, timeout=5)
 
@@ -242,8 +244,10 @@ def load_view(path: Path, live: bool) -> RunView:
 
 
 def _institutions(path: Path, last_year: int) -> tuple[pd.DataFrame | None, list[dict[str, Any]]]:
-    """The institutions' yearly table and decision records up to ``last_year`` (None and []
-    for a run without institutions)."""
+    """The institutions' yearly table and decision records up to ``last_year``.
+
+    None and [] for a run without institutions.
+    """
     raw = read_csv_complete(path / INSTITUTIONS_FILE)
     if raw is None:
         return None, []
@@ -268,9 +272,11 @@ def _complete_years(raw: pd.DataFrame, last_year: int) -> pd.DataFrame:
 
 def _actions(manifest: dict[str, Any], model_raw: pd.DataFrame | None,
              source: Path) -> dict[str, str]:
-    """The run's action id -> effect: from the manifest; while running (no manifest yet) the
-    actions are those of the ``n_<action>`` columns of ``model_yearly.csv``, with the effects
-    of the repository's domain where it has them."""
+    """The run's action id -> effect.
+
+    From the manifest; while running (no manifest yet) the actions are those of the ``n_<action>``
+    columns of ``model_yearly.csv``, with the effects of the repository's domain where it has them.
+    """
     if "actions" in manifest or model_raw is None:
         return domain_actions(manifest, source)
     return {a: DEFAULT_ACTION_EFFECTS.get(a, "unknown") for a in action_count_columns(model_raw)}

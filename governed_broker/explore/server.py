@@ -38,8 +38,10 @@ INSTALL_HINT = ("pip install 'governed-broker[explore]' (in this repository: mak
 
 
 class ExplorerError(RuntimeError):
-    """The explorer cannot start (missing packages, port taken, server failed); the message
-    says what to do."""
+    """The explorer cannot start (missing packages, port taken, server failed).
+
+    The message says what to do.
+    """
 
 
 def check_dependencies() -> None:
@@ -101,8 +103,11 @@ class Explorer:
 
     def start_when_present(self, present: Callable[[], bool],
                            announce: Callable[[str], None]) -> None:
-        """Start the server in a background thread as soon as ``present()`` (the run or sweep
-        directory exists), then ``announce`` its address or why it failed."""
+        """Start the server in a background thread once the directory exists.
+
+        As soon as ``present()`` (the run or sweep directory exists); then ``announce`` its address
+        or why it failed.
+        """
 
         def run() -> None:
             while not present():
@@ -150,9 +155,12 @@ class Explorer:
         return self.process is not None and self.process.poll() is None
 
     def wait(self, announce: Callable[[], None] | None = None) -> int:
-        """Block until the server exits (Ctrl-C or SIGTERM stops it); return its exit code. A
-        server started in the background is waited for first. ``announce`` runs once SIGTERM
-        is handled, so whoever reads the announcement may terminate the process at once."""
+        """Block until the server exits (Ctrl-C or SIGTERM stops it).
+
+        Return its exit code. A server started in the background is waited for first. ``announce``
+        runs once SIGTERM is handled, so whoever reads the announcement may terminate the process at
+        once.
+        """
         previous = _stop_on_sigterm()
         try:
             if announce is not None:
@@ -170,8 +178,10 @@ class Explorer:
                 signal.signal(signal.SIGTERM, previous)
 
     def stop(self) -> None:
-        """Stop the server (terminate, then kill after 10 s); a server not yet started in the
-        background never starts."""
+        """Stop the server (terminate, then kill after 10 s).
+
+        A server not yet started in the background never starts.
+        """
         self._cancelled.set()
         if self._starter is not None and self._starter is not threading.current_thread():
             self._starter.join()
@@ -193,8 +203,10 @@ class Explorer:
 
 
 def _stop_on_sigterm():
-    """Make SIGTERM end the wait like Ctrl-C, so the server never outlives this process;
-    returns the previous handler (None when not in the main thread, where it cannot be set)."""
+    """Make SIGTERM end the wait like Ctrl-C, so the server never outlives this process.
+
+    Returns the previous handler (None when not in the main thread, where it cannot be set).
+    """
     if threading.current_thread() is not threading.main_thread():
         return None
 

@@ -19,8 +19,10 @@ from governed_broker.run_dir import partial_dir
 
 
 def sweep_runs(sweep_dir: Path) -> pd.DataFrame:
-    """One row per run: ``run_id``, ``status``, the swept parameters, and ``path`` (its run
-    directory, finished or running; empty when the sweep kept none)."""
+    """One row per run: ``run_id``, ``status``, the swept parameters, and ``path``.
+
+    Its run directory, finished or running; empty when the sweep kept none.
+    """
     if (sweep_dir / SWEEP_META / "plan.json").is_file():
         from governed_broker.sweep.collect import index_frame, load_plan
         from governed_broker.sweep.state import SweepDir

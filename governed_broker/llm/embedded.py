@@ -175,6 +175,7 @@ class EmbeddedBackend(LLMBackend):
         return server.handle_chat_completions(payload)
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The embedded model's reply to ``request``."""
         start = time.perf_counter()
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._executor, self._run, self._payload(request))
@@ -202,10 +203,12 @@ class EmbeddedBackend(LLMBackend):
                                         backend=self.kind, model=self.model_id, extra=extra)
 
     async def aclose(self) -> None:
+        """Release the model."""
         # The loaded model stays in the process-wide registry for reuse; only the pool goes.
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def describe(self) -> dict[str, Any]:
+        """The backend's identity and settings, for the manifest."""
         info = super().describe()
         info.update(
             model_path=str(self.settings.model_path),

@@ -148,8 +148,9 @@ def _find(pattern: re.Pattern[str], prompt: str, what: str) -> re.Match[str]:
 
 
 def read_prompt(prompt: str) -> PromptFacts:
-    """What a household prompt states, read as a respondent would (regular expressions on the
-    shipped templates' sentences).
+    """What a household prompt states, read as a respondent would.
+
+    Regular expressions on the shipped templates' sentences.
 
     Raises:
         LLMError: a fact the rule needs is not stated in that wording.
@@ -242,8 +243,10 @@ def perceived_chance(chance: float, years_since: int | None) -> float:
 
 # -- the backend -----------------------------------------------------------------------------
 def _draw(request: LLMRequest, with_prompt: bool, salt: str) -> random.Random:
-    """A generator seeded by the request seed (and, when asked, its messages) and ``salt``
-    (each use draws from its own stream)."""
+    """A generator seeded by the request seed, its messages when asked, and ``salt``.
+
+    Each use of a draw has its own ``salt``, so each draws from its own stream.
+    """
     text = json.dumps([salt, request.seed, list(request.messages) if with_prompt else None],
                       default=str, sort_keys=True)
     return random.Random(int(hashlib.sha256(text.encode()).hexdigest()[:16], 16))
@@ -330,6 +333,7 @@ class ReferenceBackend(LLMBackend):
                       "No particular reason.")
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The reference respondent's reply to ``request``, as a backend's response."""
         start = time.perf_counter()
         text = json.dumps(self.reply(request))
         prompt_chars = sum(len(m["content"]) for m in request.messages)

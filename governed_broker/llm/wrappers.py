@@ -25,33 +25,42 @@ class BackendWrapper(LLMBackend):
 
     @property  # type: ignore[override]
     def kind(self) -> str:
+        """The wrapped backend's kind."""
         return self.inner.kind
 
     @property  # type: ignore[override]
     def model_id(self) -> str:
+        """The wrapped backend's model id."""
         return self.inner.model_id
 
     @property  # type: ignore[override]
     def supports_schema(self) -> bool:
+        """Whether the wrapped backend takes a JSON schema."""
         return self.inner.supports_schema
 
     @property  # type: ignore[override]
     def max_concurrency(self) -> int:
+        """The wrapped backend's concurrency."""
         return self.inner.max_concurrency
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The wrapped backend's reply."""
         return await self.inner.achat(request)
 
     async def aclose(self) -> None:
+        """Close the wrapped backend."""
         await self.inner.aclose()
 
     def flush(self) -> None:
+        """Flush the wrapped backend."""
         self.inner.flush()
 
     def stats(self) -> dict[str, Any]:
+        """The wrapped backend's statistics."""
         return self.inner.stats()
 
     def describe(self) -> dict[str, Any]:
+        """The wrapped backend's description."""
         return self.inner.describe()
 
 
@@ -70,6 +79,7 @@ class CachedBackend(BackendWrapper):
         return cache_key(self.inner.kind, self.inner.model_id, request)
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The cached reply when there is one, else the backend's (then stored)."""
         key = self.key_for(request)
         hit = self.cache.get(key)
         if hit is not None:
@@ -79,14 +89,17 @@ class CachedBackend(BackendWrapper):
         return _with_extra(response, cache_key=key)
 
     async def aclose(self) -> None:
+        """Close the cache and the wrapped backend."""
         self.cache.close()
         await self.inner.aclose()
 
     def flush(self) -> None:
+        """Write the cache's pending rows, then flush the wrapped backend."""
         self.cache.flush()
         self.inner.flush()
 
     def stats(self) -> dict[str, Any]:
+        """The wrapped backend's statistics with the cache's."""
         return {**self.inner.stats(), "cache": self.cache.stats()}
 
 
@@ -98,6 +111,7 @@ class LoggedBackend(BackendWrapper):
         self.log = log
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The wrapped backend's reply, logged (a failed call too)."""
         started = datetime.now(UTC)
         start = time.perf_counter()
         try:
@@ -115,14 +129,17 @@ class LoggedBackend(BackendWrapper):
         return response
 
     async def aclose(self) -> None:
+        """Close the call log and the wrapped backend."""
         self.log.close()
         await self.inner.aclose()
 
     def flush(self) -> None:
+        """Write the log's pending rows, then flush the wrapped backend."""
         self.log.flush()
         self.inner.flush()
 
     def stats(self) -> dict[str, Any]:
+        """The wrapped backend's statistics with the log's."""
         return {**self.inner.stats(), "calls": self.log.summary()}
 
 

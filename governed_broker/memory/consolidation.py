@@ -1,5 +1,7 @@
-"""Year-end consolidation (seeds 000/001/002): working -> episodic -> semantic / procedural,
-then pruning."""
+"""Year-end consolidation (seeds 000/001/002).
+
+Working -> episodic -> semantic / procedural, then pruning.
+"""
 
 from __future__ import annotations
 

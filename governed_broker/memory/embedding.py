@@ -33,7 +33,9 @@ class Embedder(Protocol):
     name: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text (rows of a float array)."""
+        ...
 
 
 class EmbedderUnavailable(RuntimeError):

@@ -72,8 +72,11 @@ class MemoryItem:
         return cls(**data)
 
     def to_row(self) -> list[Any]:
-        """The fields as a list in ``ITEM_FIELDS`` order (checkpoint logs: compact, and no
-        deep copy; ``metadata`` is the item's own dict, to be serialised at once)."""
+        """The fields as a list in ``ITEM_FIELDS`` order.
+
+        Checkpoint logs: compact, and no deep copy; ``metadata`` is the item's own dict, to be
+        serialised at once.
+        """
         return [self.id, self.agent_id, self.year, self.content, self.emotion, self.source,
                 self.importance, self.kind, self.metadata, self.access_count,
                 self.last_access_year, self.fidelity, self.w_emotion]

@@ -61,7 +61,9 @@ class FloodModel(World, Protocol):
 
     n: int
 
-    def instrument(self, name: str) -> Instrument: ...
+    def instrument(self, name: str) -> Instrument:
+        """The instrument registered as ``name``."""
+        ...
 
 
 def setting_value(config: ExperimentConfig, setting: str) -> float | None:
@@ -114,8 +116,10 @@ class InstitutionAgent(mesa.Agent):
         self.decided: tuple[str, str] = ("", "")
 
     def levers_now(self, config: ExperimentConfig) -> dict[str, float]:
-        """Last year's levers, for every lever the institution has this year (a lever whose
-        section starts this year starts at the experiment's value, 0 when unset)."""
+        """Last year's levers, for every lever the institution has this year.
+
+        A lever whose section starts this year starts at the experiment's value, 0 when unset.
+        """
         return {lever_id: self.levers.get(lever_id, setting_value(config, spec.setting) or 0.0)
                 for lever_id, spec in self.domain.levers.items()
                 if _present(config, spec.setting)}
@@ -135,8 +139,10 @@ class InstitutionAgent(mesa.Agent):
         """After the households' decisions: what this year paid and earned."""
 
     def columns(self, facts: Mapping[str, Any]) -> dict[str, Any]:
-        """Its columns of this year's row of ``institutions_yearly.csv`` (``facts``: what it
-        observed this year)."""
+        """Its columns of this year's row of ``institutions_yearly.csv``.
+
+        ``facts``: what it observed this year.
+        """
         return {}
 
     def base_state(self) -> dict[str, Any]:
@@ -145,14 +151,7 @@ class InstitutionAgent(mesa.Agent):
 
 
 class GovernmentAgent(InstitutionAgent):
-    """The government's mitigation fund (module documentation).
-
-    Args:
-        model: The world.
-        config: The fund's settings.
-        domain: Its levers and rules.
-        maker: Who decides for it.
-    """
+    """The government's mitigation fund (module documentation); ``config``: its section."""
 
     name = "government"
     rule_maker = RuleGovernment
@@ -168,8 +167,10 @@ class GovernmentAgent(InstitutionAgent):
         self.paid: dict[str, float] = {}
 
     def open_year(self, config: ExperimentConfig) -> None:
-        """This year's money: the balance carried over, the appropriation, post-disaster
-        funds from last year's aid."""
+        """This year's money: the balance carried over, the appropriation.
+
+        Post-disaster funds from last year's aid.
+        """
         gov = config.institutions.government
         appropriation = gov.appropriation_per_household_usd * self.model.n
         post = gov.post_disaster_share * self.last_aid_usd
@@ -204,8 +205,10 @@ class GovernmentAgent(InstitutionAgent):
         }
 
     def settle(self) -> None:
-        """Grants and buyouts paid this year come out of the fund; this year's aid sets next
-        year's post-disaster funds."""
+        """Grants and buyouts paid this year come out of the fund.
+
+        This year's aid sets next year's post-disaster funds.
+        """
         c = self.model.current
         grants = (int((c.subsidy_usd > 0).sum()), float(c.subsidy_usd.sum()))
         buyouts = (int((c.buyout_usd > 0).sum()), float(c.buyout_usd.sum()))
@@ -241,14 +244,7 @@ class GovernmentAgent(InstitutionAgent):
 
 
 class InsurerAgent(InstitutionAgent):
-    """The insurer's book (module documentation).
-
-    Args:
-        model: The world.
-        config: The insurer's settings.
-        domain: Its levers and rules.
-        maker: Who decides for it.
-    """
+    """The insurer's book (module documentation); ``config``: its section."""
 
     name = "insurer"
     rule_maker = RuleInsurer
@@ -264,8 +260,11 @@ class InsurerAgent(InstitutionAgent):
         self.written: dict[str, float] = {}
 
     def _window(self) -> list[list[float]]:
-        """The experience window at decision time: this year's claims on last year's
-        premiums (when they were written in the run) and the completed years before it."""
+        """The experience window at decision time.
+
+        This year's claims on last year's premiums (when they were written in the run) and the
+        completed years before it.
+        """
         claims, count = self.year_claims
         current = [[claims, self.premiums_last_year_usd, count]]
         years = self.history + (current if self.premiums_last_year_usd > 0 else [])
@@ -308,8 +307,10 @@ class InsurerAgent(InstitutionAgent):
         self.premiums_last_year_usd = premiums
 
     def _certificate_premiums(self) -> float:
-        """The aid programme's premiums for next year's cover by aid certificates
-        (``AidCertificates.premiums_earned_usd``)."""
+        """The aid programme's premiums for next year's cover by aid certificates.
+
+        ``AidCertificates.premiums_earned_usd``.
+        """
         certificates = cast(AidCertificates, self.model.instrument("aid_certificates"))
         return certificates.premiums_earned_usd()
 
@@ -409,8 +410,11 @@ class Institutions:
     @staticmethod
     def _checked(agent: InstitutionAgent, situation: InstitutionSituation,
                  decision: InstitutionDecision) -> tuple[dict[str, float], list[str] | None]:
-        """The levers the world puts in force: the decision's, or last year's within the
-        limits when the decision breaks one (the messages of what it broke)."""
+        """The levers the world puts in force.
+
+        The decision's, or last year's within the limits when the decision breaks one (the messages
+        of what it broke).
+        """
         levers = {k: float(v) for k, v in decision.levers.items()}
         if set(levers) != set(situation.levers) or not all(map(math.isfinite, levers.values())):
             problems = [f"levers {sorted(levers)} are not {sorted(situation.levers)} (finite)"]
@@ -421,8 +425,10 @@ class Institutions:
         return within_limits(agent.domain, situation, situation.levers), problems
 
     def settle(self) -> None:
-        """After execution: the fund pays grants and buyouts, the reserves take premiums and
-        claims."""
+        """After execution: the fund pays grants and buyouts.
+
+        The reserves take premiums and claims.
+        """
         for agent in self.agents:
             agent.settle()
 
@@ -460,8 +466,10 @@ class Institutions:
 
 
 def setting_column(setting: str) -> str:
-    """The ``institutions_yearly.csv`` column of a lever's setting (its last part, with the
-    programme's name for budgets: ``subsidy_share``, ``buyout_budget_usd``)."""
+    """The ``institutions_yearly.csv`` column of a lever's setting.
+
+    Its last part, with the programme's name for budgets: ``subsidy_share``, ``buyout_budget_usd``.
+    """
     section, name = setting.split(".")[0], setting.split(".")[-1]
     return f"{section}_budget_usd" if name == "annual_budget_usd" else name
 

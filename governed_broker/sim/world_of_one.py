@@ -27,20 +27,14 @@ from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.damage import DamageTable
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.contracts.decision import HouseholdSituation
-from governed_broker.sim.effects import OptionBatch
 from governed_broker.sim.finance import Repairs
 from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.impacts import flood_losses
 from governed_broker.sim.instruments.base import HazardMap, make_instruments
 from governed_broker.sim.perception import allowed_actions, situations
 from governed_broker.sim.population import Population
-from governed_broker.sim.quote import quote
+from governed_broker.sim.quote import OFFERS, quote
 from governed_broker.sim.year_state import YearState
-
-#: The offers a household's ``programme_state`` may state (``YearState`` fields the
-#: instruments' offers fill and the effect table prices with).
-OFFERS = tuple(sorted({f.name for f in dataclasses.fields(YearState)}
-                      & {f.name for f in dataclasses.fields(OptionBatch)}))
 
 
 @dataclass(frozen=True)
@@ -62,7 +56,7 @@ class Household:
         floods_experienced: Floods at the home so far, this year's included.
         programme_state: By name, the household's state in the policy instruments
             (``Instrument.arrays``: ``insurance_required``, ``group_policy_years``...) and
-            offers stated rather than made (``OFFERS``).
+            offers stated rather than made (``sim.quote.OFFERS``).
     """
 
     tenure: str
@@ -124,15 +118,17 @@ class WorldOfOne:
         self.stated_offers = self._programme_state(household.programme_state)
 
     def _programme_state(self, state: Mapping[str, float | bool]) -> dict[str, Any]:
-        """Start every instrument's state as a household new to the run, apply ``state``, and
-        return the offers it states."""
+        """Start every instrument's state as a household new to the run, apply ``state``.
+
+        And return the offers it states.
+        """
         arrays = {name: a for i in self.instruments for name, a in i.arrays.items()}
         for target in arrays.values():
             target[...] = 0
         unknown = sorted(set(state) - set(arrays) - set(OFFERS))
         if unknown:
             raise ValueError(f"programme_state: unknown name(s) {unknown}; known: "
-                             f"{', '.join(sorted(arrays) + list(OFFERS))}")
+                             f"{', '.join(sorted(arrays) + sorted(OFFERS))}")
         for name, value in state.items():
             if name in arrays:
                 kind = arrays[name].dtype.kind
@@ -144,8 +140,11 @@ class WorldOfOne:
         return {name: np.array([value]) for name, value in state.items() if name in OFFERS}
 
     def losses(self, depth_m: float, damage_factor: float = 1.0) -> tuple[float, float]:
-        """Damage and insurance payout (dollars) of a flood ``depth_m`` deep (metres, before
-        elevation) with the cover and elevation in force this year."""
+        """Damage and insurance payout (dollars) of a flood ``depth_m`` deep.
+
+        The depth is in metres, before elevation; the cover and elevation are those in force this
+        year.
+        """
         lost = flood_losses(self, self.instruments, np.array([depth_m]), damage_factor)
         return (float(lost.damage_structure_usd[0] + lost.damage_contents_usd[0]),
                 float(lost.payout_structure_usd[0] + lost.payout_contents_usd[0]))

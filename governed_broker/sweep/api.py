@@ -197,8 +197,11 @@ def run_plan_locked(
 
 
 def require_cards(plan: SweepPlan, runs: Sequence[PlannedRun]) -> None:
-    """Refuse the sweep before any run starts when a run with ``validity.gate: block`` has no
-    passing validity card (runs that differ only in their seed share one card)."""
+    """Refuse a gated sweep without passing cards before any run starts.
+
+    When a run with ``validity.gate: block`` has no passing validity card (runs that differ only in
+    their seed share one card).
+    """
     from governed_broker.config.resolved import resolve_experiment
     from governed_broker.validity.gate import check_gate
 

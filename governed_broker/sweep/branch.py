@@ -268,8 +268,10 @@ def _check_names(arms: list[Arm], reference: str) -> None:
 
 def _sweep_settings(parent: Parent, overrides: Sequence[str], arms: list[Arm],
                     from_year: int) -> SweepConfig:
-    """The branch's sweep: its arms as cases; execution settings from ``--set`` over a sweep
-    parent's own."""
+    """The branch's sweep: its arms as cases.
+
+    Execution settings from ``--set`` over a sweep parent's own.
+    """
     inherited: dict[str, Any] = {}
     if parent.kind == "sweep":
         own = load_plan(SweepDir(parent.path)).sweep.model_dump(mode="json")
@@ -322,8 +324,10 @@ def _arm_config(parent: Parent, override: str, text: str | None) -> ExperimentCo
 
 
 def _branch_dir(out_dir: str | Path | None, parent: Parent, from_year: int) -> Path:
-    """The branch directory, checked: confined, never in or around the parent, never a run,
-    and when it exists a branch of the same parent at the same year (which it resumes).
+    """The branch directory, checked.
+
+    Confined, never in or around the parent, never a run, and when it exists a branch of the same
+    parent at the same year (which it resumes).
 
     Raises:
         ConfigError: a place the branch may not write.

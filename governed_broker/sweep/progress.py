@@ -42,5 +42,6 @@ class SweepProgress:
         return counts
 
     def close(self) -> None:
+        """End the progress line."""
         self.refresh()
         self.bar.close()

@@ -89,10 +89,12 @@ class SweepDir:
 
     @property
     def plan_file(self) -> Path:
+        """The sweep's plan file."""
         return self.meta / "plan.json"
 
     @property
     def slurm_folder(self) -> Path:
+        """Where SLURM writes its job files."""
         return self.meta / "slurm"
 
     def run_dir(self, run_id: str) -> Path:
@@ -104,9 +106,11 @@ class SweepDir:
         return self.root / f"{run_id}.partial"
 
     def state_file(self, run_id: str) -> Path:
+        """The state file of run ``run_id``."""
         return self.meta / "state" / f"{run_id}.json"
 
     def error_file(self, run_id: str) -> Path:
+        """The error file of run ``run_id``."""
         return self.meta / "errors" / f"{run_id}.txt"
 
     def is_done(self, run_id: str) -> bool:
@@ -124,6 +128,7 @@ class SweepDir:
             raise ConfigError(f"{path}: corrupt run state ({exc}); delete it to re-run") from exc
 
     def write_state(self, run_id: str, state: RunState) -> None:
+        """Write run ``run_id``'s state atomically."""
         write_atomic(self.state_file(run_id), json.dumps(asdict(state), indent=1) + "\n")
 
     def status(self, run_id: str, state: RunState | None = None) -> str:
@@ -141,6 +146,7 @@ class SweepDir:
         return state.status
 
     def write_plan(self, plan_json: dict[str, Any]) -> None:
+        """Write the sweep's plan atomically."""
         write_atomic(self.plan_file, json.dumps(plan_json, indent=1) + "\n")
 
     def read_plan_json(self) -> dict[str, Any]:

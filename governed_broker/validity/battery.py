@@ -221,8 +221,10 @@ class MonotoneTest(_Test):
 
     @property
     def floor(self) -> float:
-        """What rho in the expected direction must exceed: the smallest effect of interest,
-        or minus a guard's margin."""
+        """What rho in the expected direction must exceed.
+
+        The smallest effect of interest, or minus a guard's margin.
+        """
         return -self.smallest_effect if self.guard else self.smallest_effect
 
     @property
@@ -232,10 +234,12 @@ class MonotoneTest(_Test):
 
 
 class ShareTest(_Test):
-    """The share of replies whose first proposal has an effect stays below ``max_share`` (the
-    one-sided upper bound must), over the vignettes ``levels`` of ``vary`` gives; its power is
-    computed at ``design_share``. Not informative when no vignette offers an action with the
-    effect: a reply held to the offered actions cannot propose it."""
+    """The share of replies whose first proposal has an effect stays below ``max_share``.
+
+    Its one-sided upper bound must, over the vignettes that ``levels`` of ``vary`` give; its
+    power is computed at ``design_share``. Not informative when no vignette offers an action
+    with the effect: a reply held to the offered actions cannot propose it.
+    """
 
     kind: Literal["share_at_most"]
     set: dict[str, Any] = {}
@@ -254,11 +258,13 @@ class ShareTest(_Test):
 
 
 class InvarianceTest(_Test):
-    """The base vignette with its actions listed in reverse order, or described with the
-    ``synonyms`` of ``vignettes.yaml``: equivalence of the two arms' first proposals. It passes
-    when the bootstrap upper bound of their total variation lies below ``tolerance``, and fails
-    when the lower bound lies above it. Power is computed for a respondent whose choices follow
-    ``design_shares`` in both arms."""
+    """Equivalence of the base vignette's first proposals in two arms.
+
+    The second arm lists the actions in reverse order, or describes them with the ``synonyms``
+    of ``vignettes.yaml``. It passes when the bootstrap upper bound of their total variation
+    lies below ``tolerance``, and fails when the lower bound lies above it. Power is computed
+    for a respondent whose choices follow ``design_shares`` in both arms.
+    """
 
     kind: Literal["invariance"]
     variant: Literal["reversed_order", "synonyms"]
@@ -268,13 +274,15 @@ class InvarianceTest(_Test):
 
 
 class RetestTest(_Test):
-    """Agreement of the replicates of the vignettes of a factorial ``grid`` (every combination
-    of its fields' levels, on top of ``set``): ICC(2,1) of the appraisal ranks, or
-    Krippendorff's alpha (nominal) of the decisions. It passes when the one-sided lower bound
-    exceeds ``smallest_effect`` and fails when the upper bound stays below it; the replicates
-    per vignette give 80 % power at ``design_effect`` (a test without one reads the replicates
-    the grid's other tests ask for). A within-vignette agreement index (rwg, or Bennett's S for
-    decisions) is reported beside it."""
+    """Agreement of the replicates of the vignettes of a factorial ``grid``.
+
+    The grid is every combination of its fields' levels, on top of ``set``. The statistic is
+    ICC(2,1) of the appraisal ranks, or Krippendorff's alpha (nominal) of the decisions. It
+    passes when the one-sided lower bound exceeds ``smallest_effect`` and fails when the upper
+    bound stays below it; the replicates per vignette give 80 % power at ``design_effect`` (a
+    test without one reads the replicates the grid's other tests ask for). A within-vignette
+    agreement index (rwg, or Bennett's S for decisions) is reported beside it.
+    """
 
     kind: Literal["retest"]
     set: dict[str, Any] = {}
@@ -326,8 +334,10 @@ class Trigger(StrictModel):
 
 
 class _RateTest(_Test):
-    """A share of cases that must stay below ``max_rate`` (its one-sided upper bound must);
-    power is computed at ``design_rate``."""
+    """A share of cases that must stay below ``max_rate`` (its one-sided upper bound must).
+
+    Power is computed at ``design_rate``.
+    """
 
     max_rate: OpenShare
     design_rate: OpenShare
@@ -341,18 +351,23 @@ class _RateTest(_Test):
 
 
 class LaunderingTest(_RateTest):
-    """Governance laundering: after a block, how often the accepted reply keeps the blocked
-    action and changes an appraisal label instead. The triggers are asked as often as 80 %
-    power at ``design_rate`` needs."""
+    """Governance laundering.
+
+    After a block, how often the accepted reply keeps the blocked action and changes an appraisal
+    label instead. The triggers are asked as often as 80 % power at ``design_rate`` needs.
+    """
 
     kind: Literal["laundering"]
     triggers: list[Trigger] = Field(min_length=1, max_length=20)
 
 
 class CoherenceTest(_RateTest):
-    """Reason coherence: the share of replies whose ``reason`` matches a pattern that
-    contradicts the chosen action's effect (``contradicts``: effect -> regular expressions,
-    case-insensitive). It reads the replies the other tests ask for."""
+    """Reason coherence.
+
+    The share of replies whose ``reason`` matches a pattern that contradicts the chosen action's
+    effect (``contradicts``: effect -> regular expressions, case-insensitive). It reads the replies
+    the other tests ask for.
+    """
 
     kind: Literal["coherence"]
     contradicts: dict[str, list[Annotated[str, Field(min_length=1, max_length=300)]]]
@@ -518,8 +533,10 @@ _FREE_KEYS = frozenset({"cost_factor"})
 
 
 def _set_path(data: dict[str, Any], path: str, value: Any, where: str) -> None:
-    """Set ``a.b.0.c`` in the nested dicts and lists of a vignette; every step must exist,
-    except a new key of a free mapping (``cost_factor.insure``)."""
+    """Set ``a.b.0.c`` in the nested dicts and lists of a vignette.
+
+    Every step must exist, except a new key of a free mapping (``cost_factor.insure``).
+    """
     parts = path.split(".")
     node: Any = data
     for i, part in enumerate(parts):
@@ -565,8 +582,9 @@ def derive(base: VignetteSpec, changes: Mapping[str, Any], vary: str | None, lev
 
 
 def coherence_patterns(directory: Path) -> dict[str, list[str]]:
-    """The contradiction patterns (effect -> regular expressions) of the first coherence test
-    of ``<directory>/tests.yaml`` (for measuring a finished run's reasons).
+    """The contradiction patterns of the first coherence test of ``<directory>/tests.yaml``.
+
+    Effect -> regular expressions; for measuring a finished run's reasons.
 
     Raises:
         ConfigError: the file is missing or invalid, or has no coherence test.

@@ -75,8 +75,10 @@ def _speed(experiment: ResolvedExperiment) -> tuple[float | None, str]:
 
 
 def budget_lines(plan: BatteryPlan, budget: Budget) -> list[str]:
-    """The budget as printed before the battery starts: the totals, then per test what it
-    reads and its power at its design effect."""
+    """The budget as printed before the battery starts.
+
+    The totals, then per test what it reads and its power at its design effect.
+    """
     minutes = budget.minutes()
     if minutes is None:
         time = f"time: {budget.speed_source}"

@@ -77,10 +77,13 @@ def model_identity(config: ExperimentConfig) -> dict[str, Any]:
 
 def rendered_prompts(experiment: ResolvedExperiment, plan: BatteryPlan,
                      context: ContextBuilder) -> list[list[Any]]:
-    """``[vignette key, replicates, context hash]`` of every vignette of the battery, its first
-    request as the experiment's context builder renders it (knowledge-base chunks left out:
-    their documents are hashed instead). The replicates of a vignette differ only in their
-    household id and request seed, which no prompt states, so one rendering stands for all."""
+    """``[vignette key, replicates, context hash]`` of every vignette of the battery.
+
+    The hash is of its first request as the experiment's context builder renders it
+    (knowledge-base chunks left out: their documents are hashed instead). The replicates of a
+    vignette differ only in their household id and request seed, which no prompt states, so one
+    rendering stands for all.
+    """
     battery_exp = battery_experiment(experiment, plan.battery.tests.seed)
     builder = SituationBuilder(battery_exp, plan.battery.tests.seed)
     synonyms = synonym_context(context, plan.battery.vignettes.synonyms)
@@ -126,9 +129,11 @@ def card_key(experiment: ResolvedExperiment, plan: BatteryPlan) -> str:
 
 
 def verdict(results: list[TestResult]) -> tuple[bool, str]:
-    """Whether the card passes, and why in one sentence: it passes when every primary test
-    that can give a verdict passes (at least one must); not informative primary tests are
-    left out, and said so."""
+    """Whether the card passes, and why in one sentence.
+
+    It passes when every primary test that can give a verdict passes (at least one must); not
+    informative primary tests are left out, and said so.
+    """
     primary = [r for r in results if r.primary]
     judged = [r for r in primary if r.outcome != "not_informative"]
     left_out = [r.name for r in primary if r.outcome == "not_informative"]
@@ -215,10 +220,12 @@ def battery_sha256(battery: Battery) -> str:
 
 
 def calibration_of(battery: Battery) -> dict[str, Any]:
-    """What the battery's ``calibration.json`` says about it: per test, how often each
-    reference respondent passed it (``tests``), with how it was made; ``status`` says whether
-    it belongs to this battery (``current``), to another (``out_of_date``: the battery was
-    edited since) or is ``missing``. A quick battery is never calibrated."""
+    """What the battery's ``calibration.json`` says about it.
+
+    Per test, how often each reference respondent passed it (``tests``), with how it was made;
+    ``status`` says whether it belongs to this battery (``current``), to another (``out_of_date``:
+    the battery was edited since) or is ``missing``. A quick battery is never calibrated.
+    """
     path = battery.directory / CALIBRATION_FILE
     if battery.quick:
         return {"status": "not_calibrated", "note": "quick battery"}

@@ -158,8 +158,10 @@ def _result(test: Any, k: int, plan: BatteryPlan, **values: Any) -> TestResult:
 
 
 def _judged(evidence: stats.Evidence | None, pass_when: str) -> dict[str, Any]:
-    """The p-values of a test whose pass needs the quantity ``above`` or ``below`` its
-    threshold (the outcome is decided by ``judge`` once every test is in)."""
+    """The p-values of a test whose pass needs the quantity ``above`` or ``below`` its threshold.
+
+    The outcome is decided by ``judge`` once every test is in.
+    """
     if evidence is None:
         return {"outcome": "not_measurable", "p_value": None, "p_fail": None}
     above = pass_when == "above"
@@ -169,8 +171,11 @@ def _judged(evidence: stats.Evidence | None, pass_when: str) -> dict[str, Any]:
 
 
 def monotone(test: MonotoneTest, read: Readout, alpha: float) -> TestResult:
-    """Spearman's rho between level and measure against the smallest effect of interest
-    (directional) or the non-inferiority margin (guard)."""
+    """Spearman's rho between level and measure against its threshold.
+
+    The threshold is the smallest effect of interest (directional) or the non-inferiority margin
+    (guard).
+    """
     k = read.plan.sizes[test.name].per_vignette
     xs, ys, levels = [], [], []
     keys = [level.vignette for level in read.plan.levels[test.name]]
@@ -250,8 +255,10 @@ def share_at_most(test: ShareTest, read: Readout, alpha: float) -> TestResult:
 
 def invariance(test: InvarianceTest, read: Readout, alpha: float, resamples: int,
                seed: int) -> TestResult:
-    """Equivalence of the base arm's and the variant arm's first proposals: the bootstrap
-    upper bound of their total variation below the tolerance."""
+    """Equivalence of the base arm's and the variant arm's first proposals.
+
+    The bootstrap upper bound of their total variation below the tolerance.
+    """
     k = read.plan.sizes[test.name].per_vignette
     base_key, variant_key = read.plan.arms[test.name]
     base = [str(r.action) for r in read.replies(base_key, k)]
@@ -278,8 +285,11 @@ def invariance(test: InvarianceTest, read: Readout, alpha: float, resamples: int
 
 def retest(test: RetestTest, read: Readout, alpha: float, resamples: int,
            seed: int) -> TestResult:
-    """Agreement of the replicates across the grid's vignettes (ICC(2,1) of the ranks, or
-    Krippendorff's alpha of the decisions), with a within-vignette agreement index."""
+    """Agreement of the replicates across the grid's vignettes.
+
+    ICC(2,1) of the ranks, or Krippendorff's alpha of the decisions, with a within-vignette
+    agreement index.
+    """
     k = read.plan.sizes[test.name].per_vignette
     rows, agreement, allowed = [], [], []
     for key in read.plan.grids[test.name]:
@@ -333,8 +343,11 @@ OUTCOMES = ("changed_action", "changed_labels_only", "held_on", "unreadable")
 
 
 def outcome(reply: Reply) -> str:
-    """How a blocked proposal ended: the accepted reply changed the action, changed only the
-    labels (laundering), the model held on until the re-asks ran out, or nothing readable."""
+    """How a blocked proposal ended.
+
+    The accepted reply changed the action, changed only the labels (laundering), the model held on
+    until the re-asks ran out, or nothing readable.
+    """
     if reply.final_action is None or reply.status == "parse_failed":
         return "unreadable"
     if reply.final_action != reply.action:
@@ -420,10 +433,12 @@ def run_tests(plan: BatteryPlan, replies: Sequence[Reply],
 
 
 def judge(results: Sequence[TestResult], alpha: float) -> list[TestResult]:
-    """Each test's outcome: Holm-adjust the pass p-values of the primary tests that have a
-    verdict to give (not informative or not measurable ones are left out of the family), then
-    pass when the (adjusted) p-value is below ``alpha``, fail when the fail p-value is, and
-    inconclusive otherwise."""
+    """Each test's outcome.
+
+    Holm-adjust the pass p-values of the primary tests that have a verdict to give (not informative
+    or not measurable ones are left out of the family), then pass when the (adjusted) p-value is
+    below ``alpha``, fail when the fail p-value is, and inconclusive otherwise.
+    """
     family = [i for i, r in enumerate(results) if r.primary and r.outcome == "inconclusive"]
     p_values = [1.0 if results[i].p_value is None else results[i].p_value for i in family]
     adjusted = dict(zip(family, stats.holm(p_values), strict=True))

@@ -78,8 +78,11 @@ class Vignette:
 
 
 def common_seed(battery_seed: int, replicate: int, attempt: int) -> int:
-    """The request seed of ``attempt`` (0: the first request) of replicate ``replicate`` of
-    every vignette (common random numbers)."""
+    """The request seed of an attempt of one replicate, the same for every vignette.
+
+    ``attempt`` 0 is the first request; sharing the seeds across vignettes gives the battery
+    common random numbers.
+    """
     return child_seed(battery_seed, "replicate", replicate, attempt)
 
 
@@ -189,8 +192,9 @@ ZONE_ALIASES = ("most_exposed", "least_exposed")
 
 def plan_battery(battery: Battery, domain: AgentTypesConfig,
                  zones: Mapping[str, float] | None = None) -> BatteryPlan:
-    """The vignettes of every test of ``battery`` (derived and checked by ``derive``), each
-    asked as often as the tests reading it need.
+    """The vignettes of every test of ``battery``, each asked as often as its tests need.
+
+    Vignettes are derived and checked by ``derive``.
 
     Args:
         battery: The battery.
@@ -318,8 +322,10 @@ def _x(level: Any, position: int) -> float:
 
 def trigger_reply(trigger: Trigger, domain: AgentTypesConfig, allowed: tuple[str, ...]
                   ) -> dict[str, Any]:
-    """The scripted first proposal of a trigger: its labels, the first allowed action with its
-    effect, and its reasons, in the reply schema's shape.
+    """The scripted first proposal of a trigger.
+
+    Its labels, the first allowed action with its effect, and its reasons, in the reply schema's
+    shape.
 
     Raises:
         ValueError: no action with the trigger's effect is open to the vignette's household.

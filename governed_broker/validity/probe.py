@@ -103,10 +103,13 @@ class Reply:
 
 
 class BatteryBackend(BackendWrapper):
-    """In front of the cache: answers the first attempt of trigger decisions with their scripted
-    proposal, and sends every other request with the common seed of its replicate (what the
-    broker derived is mapped by ``share``); a request with a seed it was not told of is an
-    error, never sent with the broker's seed."""
+    """In front of the cache.
+
+    Answers the first attempt of trigger decisions with their scripted proposal, and sends every
+    other request with the common seed of its replicate (what the broker derived is mapped by
+    ``share``); a request with a seed it was not told of is an error, never sent with the broker's
+    seed.
+    """
 
     def __init__(self, inner: LLMBackend) -> None:
         super().__init__(inner)
@@ -122,6 +125,7 @@ class BatteryBackend(BackendWrapper):
         self.common[seed] = common
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The scripted trigger reply of a first request with a triggered seed, else the model's."""
         first = not any(m.get("role") == "assistant" for m in request.messages)
         if first and request.seed in self.scripted:
             text = self.scripted[request.seed]
@@ -137,8 +141,11 @@ class BatteryBackend(BackendWrapper):
 
 
 def battery_experiment(experiment: ResolvedExperiment, seed: int) -> ResolvedExperiment:
-    """The experiment as the battery runs it: the battery's seed, no reflection (a battery
-    decides single years; it never reaches a year's end)."""
+    """The experiment as the battery runs it.
+
+    The battery's seed, no reflection (a battery decides single years; it never reaches a year's
+    end).
+    """
     config = experiment.config.model_copy(update={
         "seed": seed,
         "reflection": experiment.config.reflection.model_copy(update={"enabled": False})})
@@ -197,8 +204,10 @@ class Prober:
         self._built: dict[str, HouseholdSituation] = {}
 
     def situation(self, vignette: Vignette, replicate: int) -> HouseholdSituation:
-        """The situation of one replicate of a vignette (its arm's action order): built once
-        per vignette, the replicates differing only in their household id."""
+        """The situation of one replicate of a vignette (its arm's action order).
+
+        Built once per vignette, the replicates differing only in their household id.
+        """
         built = self._built.get(vignette.key)
         if built is None:
             order = (tuple(reversed(self.experiment.domain.actions))
@@ -270,6 +279,7 @@ class ProgressLine:
         self.start = time.perf_counter()
 
     def __call__(self, done: int, total: int) -> None:
+        """Show ``done`` of ``total`` decisions."""
         elapsed = time.perf_counter() - self.start
         print(f"validate: {done}/{total} decisions, {elapsed:.0f} s", file=sys.stderr,
               flush=True)

@@ -1,5 +1,6 @@
-"""The battery calibrated on reference respondents: how often each test passes a respondent
-whose truth is known (``governed_broker.llm.reference``).
+"""The battery calibrated on reference respondents.
+
+How often each test passes a respondent whose truth is known (``governed_broker.llm.reference``).
 
 ``calibrate`` runs the real battery (situations, prompts, broker, rules, audit) on the
 experiment with its model replaced by each reference respondent, once per battery seed
@@ -35,8 +36,11 @@ RESPONSIVENESS = ("directional", "persona", "retest")
 
 
 def reference_experiment(experiment: ResolvedExperiment, name: str) -> ResolvedExperiment:
-    """The experiment with its model replaced by the reference respondent ``name`` (response
-    cache off: its replies cost nothing to make again); everything else as configured."""
+    """The experiment with its model replaced by the reference respondent ``name``.
+
+    The response cache is off (its replies cost nothing to make again); everything else is as
+    configured.
+    """
     config = experiment.config
     assert config.llm is not None
     llm = config.llm.model_copy(update={
@@ -82,8 +86,10 @@ class Calibration:
 
 def calibrate(experiment: ResolvedExperiment, names: Sequence[str], seeds: int,
               progress: Callable[[str], None] | None = None) -> Calibration:
-    """Run the battery ``seeds`` times (battery seeds ``seed`` .. ``seed + seeds - 1``) on each
-    reference respondent of ``names``."""
+    """Run the battery ``seeds`` times on each reference respondent of ``names``.
+
+    The battery seeds are ``seed`` to ``seed + seeds - 1``.
+    """
     first = prepare(reference_experiment(experiment, names[0]))
     root = first.plan.battery.tests.seed
     tallies = {}
@@ -102,8 +108,11 @@ def calibrate(experiment: ResolvedExperiment, names: Sequence[str], seeds: int,
 
 
 def table(calibration: Calibration) -> str:
-    """The Markdown table: per test its planned replies, its power at its design effect and
-    how often each respondent passed it; the last row, how often its card passed."""
+    """The Markdown table.
+
+    Per test its planned replies, its power at its design effect and how often each respondent
+    passed it; the last row, how often its card passed.
+    """
     names = list(calibration.tallies)
     header = ["test", "primary", "replies", "power", *(f"`{n}`" for n in names)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -119,8 +128,11 @@ def table(calibration: Calibration) -> str:
 
 
 def calibration_json(calibration: Calibration, made_with: str) -> dict[str, Any]:
-    """What ``calibration.json`` holds: per test each respondent's pass rate and the largest
-    false-pass rate of the respondents that do not respond (responsiveness tests only)."""
+    """What ``calibration.json`` holds.
+
+    Per test each respondent's pass rate and the largest false-pass rate of the respondents that do
+    not respond (responsiveness tests only).
+    """
     battery = calibration.plan.battery
     tests: dict[str, Any] = {}
     for test in battery.tests.tests:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from governed_broker.config.base import ConfigError
-from governed_broker.config.damage import DamageTable, load_damage_table
+from governed_broker.config.damage import DamageTable
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import fixed_events, hazard_with_paths
 from governed_broker.config.resolved import ResolvedExperiment
@@ -45,8 +45,7 @@ class SituationBuilder:
     def __init__(self, experiment: ResolvedExperiment, seed: int) -> None:
         self.config: ExperimentConfig = experiment.config.model_copy(update={"seed": seed})
         self.domain = experiment.domain
-        self.damage_table: DamageTable = load_damage_table(
-            self.config.resolve_path(self.config.damage.table))
+        self.damage_table: DamageTable = experiment.damage_table
         self._zones: dict[str, Hazard] = {}
         self._recalled: dict[str, dict[str, Any] | None] = {}
 
@@ -92,8 +91,10 @@ class SituationBuilder:
         return self._zones[name]
 
     def _recall(self, spec: VignetteSpec, allowed: tuple[str, ...]) -> dict[str, Any] | None:
-        """What the experiment's memory engine retrieves after the vignette's history (the
-        same for every replicate and arm of a vignette)."""
+        """What the experiment's memory engine retrieves after the vignette's history.
+
+        The same for every replicate and arm of a vignette.
+        """
         if self.config.memory.engine == "none":
             return None
         key = spec.model_dump_json()
@@ -122,7 +123,7 @@ class SituationBuilder:
                 memory.record_flood(year, depth, damage, payout, insured=spec.insured,
                                     elevated=spec.elevated)
             else:
-                memory.record_no_flood(year)
+                memory.record_no_flood(year, insured=spec.insured, elevated=spec.elevated)
             if year == spec.year:
                 break
             memory.record_neighbours(year, shares)
@@ -150,8 +151,10 @@ def _known_zones(config: ExperimentConfig) -> set[str] | None:
 
 
 def zone_probabilities(experiment: ResolvedExperiment) -> dict[str, float]:
-    """The experiment's zones and their annual flood probabilities as households are told
-    them (empty for a hazard mode whose zones are not listed)."""
+    """The experiment's zones and their annual flood probabilities as households are told them.
+
+    Empty for a hazard mode whose zones are not listed.
+    """
     zones = _known_zones(experiment.config)
     if not zones:
         return {}

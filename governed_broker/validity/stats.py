@@ -63,8 +63,11 @@ class Evidence:
 
 def spearman(x: Sequence[float], y: Sequence[float],
              alternative: str) -> tuple[float | None, float | None]:
-    """Spearman's rho of ``x`` and ``y`` and its p-value for ``alternative`` (``greater``,
-    ``less``); ``(None, None)`` when either is constant or fewer than 3 pairs."""
+    """Spearman's rho of ``x`` and ``y`` and its one-sided p-value.
+
+    ``alternative``: ``greater`` or ``less``. ``(None, None)`` when either is constant or there are
+    fewer than 3 pairs.
+    """
     if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
         return None, None
     result = _scipy.spearmanr(x, y, alternative=alternative)
@@ -208,9 +211,11 @@ def krippendorff_nominal(units: Sequence[Sequence[Hashable]]) -> float | None:
 
 def alpha_evidence(units: Sequence[Sequence[Hashable]], threshold: float, alpha: float,
                    resamples: int, seed: int) -> Evidence | None:
-    """Krippendorff's alpha (nominal) against ``threshold``, with percentile-bootstrap bounds
-    over the units (vignettes drawn with replacement; resamples where alpha is undefined count
-    as 0). Every value the same: no estimate, and evidence of nothing above 0 (p_above 1)."""
+    """Krippendorff's alpha (nominal) against ``threshold``, with percentile-bootstrap bounds.
+
+    The units (vignettes) are drawn with replacement; resamples where alpha is undefined count
+    as 0. Every value the same: no estimate, and evidence of nothing above 0 (p_above 1).
+    """
     value = krippendorff_nominal(units)
     if value is None:
         return None if not any(len(u) > 1 for u in units) else Evidence(None, None, None, 1.0,
@@ -257,16 +262,20 @@ def tv_evidence(a: Sequence[Hashable], b: Sequence[Hashable], tolerance: float, 
 
 def tv_resamples(rng: np.random.Generator, pa: np.ndarray, pb: np.ndarray, na: int, nb: int,
                  resamples: int | None) -> np.ndarray:
-    """Bootstrap total variations of two samples with shares ``pa``, ``pb`` (``resamples`` of
-    them; None: one per row of share arrays of any leading shape)."""
+    """Bootstrap total variations of two samples with shares ``pa``, ``pb``.
+
+    ``resamples`` of them; None: one per row of share arrays of any leading shape.
+    """
     ra = rng.multinomial(na, pa, size=resamples) / na
     rb = rng.multinomial(nb, pb, size=resamples) / nb
     return 0.5 * np.abs(ra - rb).sum(axis=-1)
 
 
 def rate_evidence(hits: int, n: int, threshold: float, alpha: float) -> Evidence | None:
-    """A share ``hits / n`` against ``threshold``: Wilson (1927) score bounds and the score
-    test (None when ``n`` is 0)."""
+    """A share ``hits / n`` against ``threshold``.
+
+    Wilson (1927) score bounds and the score test (None when ``n`` is 0).
+    """
     if n <= 0:
         return None
     p = hits / n
@@ -280,8 +289,10 @@ def rate_evidence(hits: int, n: int, threshold: float, alpha: float) -> Evidence
 
 
 def mean_evidence(values: Sequence[float], threshold: float, alpha: float) -> Evidence | None:
-    """A mean against ``threshold`` with Student-t bounds (None with fewer than 2 values; no
-    spread: the bounds close on the mean)."""
+    """A mean against ``threshold`` with Student-t bounds (None with fewer than 2 values.
+
+    No spread: the bounds close on the mean).
+    """
     n = len(values)
     if n < 2:
         return None
@@ -297,18 +308,22 @@ def mean_evidence(values: Sequence[float], threshold: float, alpha: float) -> Ev
 
 
 def rwg(values: Sequence[float], categories: int) -> float:
-    """Within-group agreement of ordinal ratings (James, Demaree & Wolf 1984): 1 - s^2 /
-    sigma_EU^2, sigma_EU^2 = (A^2 - 1) / 12 the variance of ratings drawn uniformly from A
-    categories (1: all agree; about 0: as spread as uniform draws; below 0: more spread)."""
+    """Within-group agreement of ordinal ratings (James, Demaree & Wolf 1984).
+
+    1 - s^2 / sigma_EU^2, sigma_EU^2 = (A^2 - 1) / 12 the variance of ratings drawn uniformly from A
+    categories (1: all agree; about 0: as spread as uniform draws; below 0: more spread).
+    """
     if len(values) < 2 or categories < 2:
         raise ValueError("rwg needs at least two ratings on a scale of two or more categories")
     return 1.0 - float(np.var(values, ddof=1)) / ((categories ** 2 - 1) / 12)
 
 
 def bennett_s(values: Sequence[Hashable], options: int) -> float:
-    """Agreement of nominal choices (Bennett, Alpert & Goldstein 1954): (P_o - 1/q) / (1 -
-    1/q), P_o the share of agreeing pairs of replies and q the number of options offered
-    (1: all agree; 0: as uniform draws agree)."""
+    """Agreement of nominal choices (Bennett, Alpert & Goldstein 1954).
+
+    (P_o - 1/q) / (1 - 1/q), P_o the share of agreeing pairs of replies and q the number of options
+    offered (1: all agree; 0: as uniform draws agree).
+    """
     m = len(values)
     if m < 2 or options < 2:
         raise ValueError("Bennett's S needs two or more choices among two or more options")
@@ -317,8 +332,10 @@ def bennett_s(values: Sequence[Hashable], options: int) -> float:
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's (1979) step-down adjusted p-values, in the order given: the i-th smallest of m is
-    multiplied by m - i + 1, made non-decreasing and capped at 1."""
+    """Holm's (1979) step-down adjusted p-values, in the order given.
+
+    The i-th smallest of m is multiplied by m - i + 1, made non-decreasing and capped at 1.
+    """
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])
     adjusted = [0.0] * m

@@ -54,8 +54,9 @@ def save_card(card: dict[str, Any], directory: Path) -> Path:
 
 
 def find_card(directory: Path, key: str) -> tuple[dict[str, Any], str, str, Path] | None:
-    """The stored card of ``key``: (card, the file's text, its sha256, path), or None if
-    there is none.
+    """The stored card of ``key``.
+
+    (card, the file's text, its sha256, path), or None if there is none.
 
     Raises:
         ConfigError: A card file that is not a card of this key (unreadable, another key or

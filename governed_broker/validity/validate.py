@@ -83,8 +83,10 @@ class Prepared:
 
 def prepare(experiment: ResolvedExperiment, quick: bool = False,
             seed: int | None = None) -> Prepared:
-    """Load and plan the experiment's battery (``seed``: another battery seed, for the
-    reference calibration) and compute its card key and budget; no model call.
+    """Load and plan the experiment's battery (``seed``.
+
+    Another battery seed, for the reference calibration) and compute its card key and budget; no
+    model call.
 
     Raises:
         ConfigError: no ``llm:`` section, or a broken battery.
@@ -105,8 +107,11 @@ def prepare(experiment: ResolvedExperiment, quick: bool = False,
 def run_battery(experiment: ResolvedExperiment, plan: BatteryPlan, work: Path,
                 backend: LLMBackend | None = None, progress: bool = False
                 ) -> tuple[list[Reply], dict[str, Any], list[TestResult]]:
-    """Ask every decision of ``plan`` (the broker's audit and call log in ``work``) and judge
-    the tests: (replies, the broker's provenance, results)."""
+    """Ask every decision of ``plan`` and judge the tests.
+
+    The broker's audit and call log go to ``work``. Returns (replies, the broker's provenance,
+    results).
+    """
     prober = Prober(experiment, plan, work, backend=backend,
                     progress=ProgressLine() if progress else None)
     replies = prober.ask()

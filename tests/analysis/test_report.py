@@ -25,7 +25,7 @@ def test_run_report_is_self_contained(fixtures_dir: Path, tmp_path: Path):
     out = write_report(fixtures_dir / "baseline_run", tmp_path / "r.html")
     text = out.read_text(encoding="utf-8")
     assert METRIC_VERSION in text
-    assert "benchmarks-2.0" in text and "not computable" in text  # B6 needs MG/NMG data
+    assert "benchmarks-3.0" in text and "not computable" in text  # B6 needs MG/NMG data
     assert "config_hash" in text  # the manifest is embedded
     # the MG-NMG gap with its within-tenure and composition parts (analysis.equity)
     section = text.split("<h2>Marginalised households (B6)</h2>")[1].split("<h2>")[0]

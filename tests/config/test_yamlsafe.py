@@ -81,8 +81,11 @@ def test_a_bomb_in_an_override_is_refused(experiments) -> None:
 @pytest.mark.parametrize("text", ["seed: " + "1" * 5000, "when: 2020-13-45",
                                   "x: !!float " + "s" * 500, "x: !!int nope"])
 def test_values_yaml_cannot_construct_are_config_errors(text) -> None:
-    """Scalars whose form or tag promise a type they do not hold (PyYAML raises ValueError,
-    not a YAMLError) are malformed YAML, not a traceback; any quote is short."""
+    """Scalars whose form or tag promise another type are malformed YAML.
+
+    PyYAML raises ValueError, not a YAMLError, for them; they are reported as malformed YAML, not a
+    traceback, and any quote is short.
+    """
     with pytest.raises(ConfigError, match="exp.yaml: malformed YAML: a value cannot be read") \
             as info:
         load_yaml_text(text, "exp.yaml")

@@ -105,8 +105,11 @@ def explorer_of():
 
 @pytest.fixture
 def partial_run():
-    """Make ``<out>.partial``: the embedded sample run as it was while running, with ``years``
-    complete years and the next one half written, no manifest or config yet."""
+    """Make ``<out>.partial``.
+
+    The embedded sample run as it was while running, with ``years`` complete years and the next one
+    half written, no manifest or config yet.
+    """
 
     def make(out: Path, years: int) -> Path:
         source = FIXTURES / "embedded_llm_run"
@@ -129,10 +132,12 @@ def partial_run():
 
 @pytest.fixture(scope="module")
 def institutions_run(tmp_path_factory) -> Path:
-    """A finished run of ``experiments/institutions.yaml`` with a scripted LLM deciding for the
-    government and the insurer (``tests/fixtures/scripted_institutions.yaml``: the government
-    first asks for more than its funds, a rule fires and it is asked again) and baseline
-    households: 30 households, 3 years."""
+    """A finished institutions run with a scripted LLM government and insurer.
+
+    ``experiments/institutions.yaml`` with ``tests/fixtures/scripted_institutions.yaml`` (the
+    government first asks for more than its funds, a rule fires and it is asked again) and baseline
+    households: 30 households, 3 years.
+    """
     from governed_broker.config import load_experiment
     from governed_broker.runner import run_experiment
 

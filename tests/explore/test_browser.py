@@ -1,5 +1,8 @@
-"""The explorer in a real headless Chromium: load a committed sample run, click a household on
-the map, and check that its timeline shows that household's real prompt and rules."""
+"""The explorer in a real headless Chromium.
+
+Load a committed sample run, click a household on the map, and check that its timeline shows that
+household's real prompt and rules.
+"""
 
 from __future__ import annotations
 

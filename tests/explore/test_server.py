@@ -61,8 +61,11 @@ def test_explore_refuses_a_directory_that_is_not_a_run(tmp_path, capsys) -> None
 
 
 def test_run_with_explore_serves_the_run_and_stops_with_it(experiments, tmp_path) -> None:
-    """``run.py X.yaml --explore``: the explorer starts once the run has a directory, stays
-    open after the run, and stops with the process (SIGTERM)."""
+    """``run.py X.yaml --explore``.
+
+    The explorer starts once the run has a directory, stays open after the run, and stops with the
+    process (SIGTERM).
+    """
     import re
     import subprocess
     import sys

@@ -124,9 +124,11 @@ def test_through_the_openai_compatible_route(embedded):
 
 
 def test_without_prompt_cache_a_reply_does_not_depend_on_the_call_before(embedded):
-    """With the prompt cache the second of two identical calls reads (almost) nothing anew, so
-    what it reuses was computed in the previous call's batches; without it the whole prompt is
-    read every time and the same request gets the same reply whatever came before."""
+    """With the prompt cache the second of two identical calls reads (almost) nothing anew.
+
+    So what it reuses was computed in the previous call's batches; without it the whole prompt is
+    read every time and the same request gets the same reply whatever came before.
+    """
     from dataclasses import replace
 
     whole = EmbeddedBackend(replace(embedded.settings, prompt_cache=False),

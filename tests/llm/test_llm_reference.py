@@ -1,5 +1,8 @@
-"""Reference respondents (``llm.backend: reference``): what the rule reads off a real prompt,
-how it answers, and that every other respondent's replies depend on exactly what they should."""
+"""Reference respondents (``llm.backend: reference``).
+
+What the rule reads off a real prompt, how it answers, and that every other respondent's replies
+depend on exactly what they should.
+"""
 
 from __future__ import annotations
 
@@ -51,7 +54,7 @@ def test_the_rule_reads_the_facts_the_prompt_states(world) -> None:
     assert facts.chance == pytest.approx(situation.flood_probability)
     assert facts.damage_usd == pytest.approx(situation.damage_usd, abs=1)
     assert facts.income_usd == situation.income_usd
-    assert facts.room_usd == pytest.approx(situation.extra["spending_room_usd"], abs=1)
+    assert facts.room_usd == pytest.approx(situation.facts.spending_room_usd, abs=1)
     assert [o.action for o in facts.offers] == list(situation.allowed_actions)
     costs = {o.action: o.cost_usd for o in facts.offers}
     assert costs == pytest.approx({a: situation.action_costs_usd[a]

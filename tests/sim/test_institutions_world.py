@@ -1,6 +1,9 @@
-"""Institutions in the world (sim.institutions): the government's fund and the insurer's book,
-deciding before the households; budgets hold, the accounts balance, the levers reach every
-premium and offer, the world refuses a decision that breaks a limit, and the phase order."""
+"""Institutions in the world (sim.institutions).
+
+The government's fund and the insurer's book, deciding before the households; budgets hold, the
+accounts balance, the levers reach every premium and offer, the world refuses a decision that breaks
+a limit, and the phase order.
+"""
 
 from __future__ import annotations
 
@@ -39,8 +42,10 @@ FLOODY = ("population.size=80", "years=12", "hazard.zones.high.annual_probabilit
 
 
 class TakesOffers:
-    """Households that accept a buyout when offered, elevate when they can, and otherwise
-    insure when they can (to exercise every payment)."""
+    """Households that accept a buyout when offered, elevate when they can.
+
+    And otherwise insure when they can (to exercise every payment).
+    """
 
     name = "takes-offers"
 

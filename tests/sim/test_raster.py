@@ -139,6 +139,33 @@ def test_the_placement_rule_draws_cells_of_the_zone_class(experiments, grid_dir,
     assert set(hazard.cells[:50]) <= {1, 4, 8, 9}
 
 
+def test_a_placement_share_puts_that_many_homes_on_the_class_and_the_rest_on_dry_cells(
+        experiments, grid_dir, tmp_path) -> None:
+    placement = {"source": "test rule",
+                 "zones": {"sfha": {"wet_years_min": 2, "wet_years_max": 3, "share": 0.3},
+                           "other": {"wet_years_min": 1, "wet_years_max": 3, "share": 0.0}}}
+    data = raster_data(experiments, grid_dir, population_csv(tmp_path, with_xy=False),
+                       placement=placement)
+    hazard = make_hazard(hazard_with_paths(experiments.config(data=data)),
+                         ["other", "sfha"], 7, 3)
+    zone_index = np.array([1] * 50 + [0] * 50)
+    hazard.place_households(zone_index, None, None)
+    wet = hazard.wet_years()
+    sfha = wet[hazard.cells[:50]]
+    assert (np.isin(sfha, [2, 3])).sum() == 15 and (sfha == 0).sum() == 35  # round(0.3 * 50)
+    assert set(wet[hazard.cells[50:]]) == {0}
+
+
+def test_a_placement_share_below_one_needs_a_class_that_excludes_dry_cells(
+        experiments, grid_dir, tmp_path) -> None:
+    placement = {"source": "s", "zones": {"sfha": {"wet_years_min": 0, "wet_years_max": 3,
+                                                   "share": 0.5}}}
+    data = raster_data(experiments, grid_dir, population_csv(tmp_path, with_xy=False),
+                       placement=placement)
+    with pytest.raises(ConfigError, match="needs wet_years_min >= 1"):
+        experiments.config(data=data)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

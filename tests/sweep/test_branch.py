@@ -193,8 +193,10 @@ def test_out_inside_the_parent_or_on_a_finished_run_is_refused(branched, capsys)
 
 
 def _own_experiment(directory: Path, **settings) -> Path:
-    """A copy of the test parent's experiment whose damage table is a file of its own beside
-    it (a relative path), so that a test may edit it."""
+    """A copy of the test parent's experiment with its own damage table file.
+
+    The table is a file beside it (a relative path), so that a test may edit it.
+    """
     data = yaml.safe_load((REPO / "experiments" / "baseline.yaml").read_text(encoding="utf-8"))
     data.pop("extends", None)
     data["agent_types"] = str(REPO / "agent_types.yaml")
@@ -257,9 +259,12 @@ SCRIPT = [{"pattern": ".", "choices": [
 
 def test_llm_arms_take_shared_years_from_the_cache_and_their_decisions_are_checked(
         tmp_path, capsys) -> None:
-    """A governed (scripted) parent: the arms' decisions of years 1-2 come from the response
-    cache and equal the parent's apart from timings and cache flags; an edited parent decision
-    is a history difference (exit 1) naming the arm, the file and the year."""
+    """A governed (scripted) parent.
+
+    The arms' decisions of years 1-2 come from the response cache and equal the parent's apart from
+    timings and cache flags; an edited parent decision is a history difference (exit 1) naming the
+    arm, the file and the year.
+    """
     (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT), encoding="utf-8")
     experiment = _own_experiment(tmp_path, years=4, decision={"maker": "llm"})
     llm = (f"llm={{backend: scripted, script: {tmp_path / 'script.yaml'}, model: two-choices, "

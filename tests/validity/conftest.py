@@ -26,8 +26,10 @@ SMALL_REPLICATES = 4
 
 
 def small_battery(target: Path, replicates: int = SMALL_REPLICATES) -> Path:
-    """A copy of the shipped battery in ``target`` asking each vignette at most
-    ``replicates`` times (``max_replicates``); every test, level and grid kept."""
+    """A copy of the shipped battery in ``target`` asking each vignette few times.
+
+    At most ``replicates`` times (``max_replicates``); every test, level and grid kept.
+    """
     shutil.copytree(HERE.parent.parent / "configs" / "validity", target)
     tests = yaml.safe_load((target / "tests.yaml").read_text())
     tests["max_replicates"] = replicates
@@ -37,9 +39,10 @@ def small_battery(target: Path, replicates: int = SMALL_REPLICATES) -> Path:
 
 @pytest.fixture
 def scripted_file(experiments, tmp_path: Path) -> Path:
-    """The small test world decided by the constant scripted model (memory on, cards and
-    response cache in ``tmp_path``, the small battery), written as an experiment YAML
-    file."""
+    """The small test world decided by the constant scripted model, as a YAML file.
+
+    Memory on, cards and response cache in ``tmp_path``, the small battery.
+    """
     script = tmp_path / "constant.yaml"
     script.write_text(yaml.safe_dump(CONSTANT_SCRIPT))
     data = experiments.data()

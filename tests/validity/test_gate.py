@@ -1,5 +1,8 @@
-"""The gate: runs find and record the card of their configuration; ``block`` refuses a run or
-sweep without a passing card (exit 2, nothing written); ``warn`` records the warning."""
+"""The gate: runs find and record the card of their configuration.
+
+``block`` refuses a run or sweep without a passing card (exit 2, nothing written); ``warn`` records
+the warning.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +19,10 @@ from governed_broker.validity.validate import validate
 
 
 def _make_card(experiment, tmp_path, policy=hh.rational) -> dict:
-    """A card for the experiment's configuration, made by a scripted household (the key is the
-    configuration's, whatever backend answers)."""
+    """A card for the experiment's configuration, made by a scripted household.
+
+    The key is the configuration's, whatever backend answers.
+    """
     return validate(experiment, tmp_path / "validity", backend=hh.backend(policy, "p"),
                     progress=False).card
 

@@ -1,5 +1,8 @@
-"""How outcomes are decided: Holm across the primary tests, fail on the opposite bound, and the
-card's verdict from the primary tests that can give one."""
+"""How outcomes are decided.
+
+Holm across the primary tests, fail on the opposite bound, and the card's verdict from the primary
+tests that can give one.
+"""
 
 from __future__ import annotations
 

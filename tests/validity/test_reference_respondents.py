@@ -1,7 +1,9 @@
-"""The shipped battery on the reference respondents whose truth is known: the deaf, random and
-seed-driven ones pass no test of a response to the facts and never the card; the order-follower
-fails the order test; the rule passes the card. Each respondent's card is made once for the
-module through the real battery, broker and rules (``validate --reference``)."""
+"""The shipped battery on the reference respondents whose truth is known.
+
+The deaf, random and seed-driven ones pass no test of a response to the facts and never the card;
+the order-follower fails the order test; the rule passes the card. Each respondent's card is made
+once for the module through the real battery, broker and rules (``validate --reference``).
+"""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def cards(tmp_path_factory):
-    """The card of each reference respondent on experiments/demo.yaml's world, made on
-    first use."""
+    """The card of each reference respondent on experiments/demo.yaml's world.
+
+    Each is made on first use.
+    """
     root = tmp_path_factory.mktemp("reference")
     demo = resolve_experiment(load_experiment(REPO / "experiments" / "demo.yaml",
                                               [f"validity.cards_dir={root / 'cards'}"]))

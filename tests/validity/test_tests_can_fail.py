@@ -1,7 +1,10 @@
-"""Each test of the battery can pass and can fail: scripted households with one known flaw
-each (validity_households.py) run through the real context builder, broker, rules and audit,
-on the small battery of conftest.py (at most 4 replies per vignette: the deterministic
-households give their verdicts with few replies; a flaw shown by too few is inconclusive)."""
+"""Each test of the battery can pass and can fail.
+
+Scripted households with one known flaw each (validity_households.py) run through the real context
+builder, broker, rules and audit, on the small battery of conftest.py (at most 4 replies per
+vignette: the deterministic households give their verdicts with few replies; a flaw shown by too few
+is inconclusive).
+"""
 
 from __future__ import annotations
 
@@ -65,8 +68,10 @@ def test_an_order_sensitive_household_fails_invariance(scripted_experiment, tmp_
 
 
 def _with_share_tests(experiment, tmp_path):
-    """The experiment's battery plus two share tests: renters proposing elevation (which no
-    renter is offered) and owners relocating."""
+    """The experiment's battery plus two share tests.
+
+    Renters proposing elevation (which no renter is offered) and owners relocating.
+    """
     battery = experiment.config.resolve_path(experiment.config.validity.battery_dir)
     tests = yaml.safe_load((battery / "tests.yaml").read_text())
     share = {"family": "persona", "kind": "share_at_most", "vary": "flood_depth_m",
@@ -113,8 +118,11 @@ def test_a_contradicting_reason_fails_coherence(scripted_experiment, tmp_path) -
 
 
 def test_a_random_household_fails_retest(scripted_experiment, tmp_path) -> None:
-    """Labels and choices drawn from the request seed: with common random numbers every
-    vignette's replicate r answers alike, so nothing distinguishes the vignettes."""
+    """Labels and choices drawn from the request seed.
+
+    With common random numbers every vignette's replicate r answers alike, so nothing distinguishes
+    the vignettes.
+    """
     def noisy(request):
         reply = hh.rational(request)
         pick = request.seed % 5

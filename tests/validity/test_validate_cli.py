@@ -1,5 +1,8 @@
-"""``governed-broker validate``: the table, the card files, the cache, the output directory,
-and ``governed-broker report`` on its directory."""
+"""``governed-broker validate``.
+
+The table, the card files, the cache, the output directory, and ``governed-broker report`` on its
+directory.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""The battery on the real embedded model, with a two-test battery of 6 decisions (CI:
-``-m real_llm``). No statistic is asserted (a 0.5B model's judgement is not under test): the
-card is complete, every reply came from the model through the broker, and a second run is
-answered from the cache."""
+"""The battery on the real embedded model.
+
+With a two-test battery of 6 decisions (CI: ``-m real_llm``). No statistic is asserted (a 0.5B
+model's judgement is not under test): the card is complete, every reply came from the model through
+the broker, and a second run is answered from the cache.
+"""
 
 from __future__ import annotations
 
