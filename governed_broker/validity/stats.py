@@ -4,8 +4,6 @@ Point estimates:
 
 - ``spearman``: Spearman's rho with a one-sided p-value against zero (scipy; ties get average
   ranks; used by the validity measures of a finished run);
-- ``icc_2_1``: ICC(2,1), two-way random effects, absolute agreement, single rater (Shrout &
-  Fleiss 1979; McGraw & Wong 1996's ICC(A,1)), for targets x raters with no missing cell;
 - ``krippendorff_nominal``: Krippendorff's alpha for nominal data (Krippendorff 2004, ch. 11);
 - ``total_variation``: the total variation distance between two samples' category shares;
 - ``rwg`` and ``bennett_s``: within-vignette agreement of ordinal labels (James, Demaree &
@@ -104,22 +102,6 @@ def correlation_evidence(x: Sequence[float], y: Sequence[float], threshold: floa
     score = (z - math.atanh(t)) / se
     return Evidence(rho, math.tanh(z - crit * se), math.tanh(z + crit * se),
                     float(_scipy.norm.sf(score)), float(_scipy.norm.cdf(score)))
-
-
-def icc_2_1(table: Sequence[Sequence[float]]) -> float | None:
-    """ICC(2,1) of an n targets x k raters table (k >= 2, n >= 2); None when undefined.
-
-    ICC(2,1) = (MSR - MSE) / (MSR + (k - 1) MSE + k (MSC - MSE) / n), with MSR, MSC and MSE
-    the mean squares of rows (targets), columns (raters) and the residual.
-    """
-    squares = _mean_squares(table)
-    if squares is None:
-        return None
-    n, k, msr, msc, mse = squares
-    denominator = msr + (k - 1) * mse + k * (msc - mse) / n
-    if denominator <= 1e-12:
-        return None
-    return float((msr - mse) / denominator)
 
 
 def _mean_squares(table: Sequence[Sequence[float]]

@@ -10,18 +10,6 @@ from hypothesis import strategies as st
 from governed_broker.validity import stats
 
 
-def test_icc_2_1_matches_shrout_and_fleiss() -> None:
-    # Shrout & Fleiss (1979), Table 2: 6 targets x 4 judges; ICC(2,1) = 0.29
-    table = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
-    assert stats.icc_2_1(table) == pytest.approx(0.29, abs=0.005)
-
-
-def test_icc_is_one_for_perfect_agreement_and_undefined_without_variance() -> None:
-    assert stats.icc_2_1([[1, 1, 1], [3, 3, 3], [0, 0, 0]]) == pytest.approx(1.0)
-    assert stats.icc_2_1([[2, 2], [2, 2], [2, 2]]) is None
-    assert stats.icc_2_1([[1, 2]]) is None  # one target
-
-
 def test_krippendorff_nominal_matches_the_worked_example() -> None:
     # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", nominal example:
     # 4 coders, 12 units, missing values; alpha = 0.743
@@ -49,7 +37,8 @@ def test_total_variation_bootstrap_bounds() -> None:
 
 
 def test_icc_interval_and_f_test_match_mcgraw_and_wong() -> None:
-    # McGraw & Wong (1996) on Shrout & Fleiss's Table 2: ICC(A,1) = .29, 95 % interval
+    # Shrout & Fleiss (1979), Table 2: 6 targets x 4 judges, ICC(2,1) = 0.29; McGraw & Wong
+    # (1996) give its ICC(A,1) interval: 95 % interval
     # [.019, .761]; the F test of ICC <= 0 is the two-way F of rows, 11.03 on (5, 15)
     table = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
     evidence = stats.icc_evidence(table, 0.0, 0.025)
