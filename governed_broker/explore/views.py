@@ -93,7 +93,8 @@ def ValidityCardSection(view: RunView) -> None:
     if view.card.verdict:
         _line(f"verdict: {view.card.verdict}")
     rows = [{"test": t.name, "statistic": t.statistic, "threshold": t.threshold,
-             "passed": {True: "passed", False: "FAILED", None: "not computable"}[t.passed],
+             "passed": t.outcome.replace("_", " ") if t.outcome else
+             {True: "passed", False: "FAILED", None: "not computable"}[t.passed],
              "n": t.n, "note": t.note} for t in view.card.tests]
     solara.DataFrame(pd.DataFrame(rows), items_per_page=20)
     for key, value in view.card.other.items():

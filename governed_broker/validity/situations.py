@@ -12,7 +12,8 @@ retrieved by that engine (``sim.memory_bridge.WorldMemory``). A vignette househo
 loans and has no unrepaired damage; its state in the programmes is that of a household new to
 the run unless its ``programme_state`` says otherwise. The history a vignette gives its memory
 is its floods, its quiet years and what the neighbours did each year (past decisions are not
-recorded).
+recorded); a vignette with ``memory_fidelity`` shows every memory at that fidelity, whatever
+its age.
 """
 
 from __future__ import annotations
@@ -127,7 +128,12 @@ class SituationBuilder:
             memory.record_neighbours(year, shares)
             world.end_year(year, idx)
         arrays = {k: np.array([v]) for k, v in shares.items()}
-        return world.perceive(spec.year, idx, arrays, [allowed])[0]
+        recalled = world.perceive(spec.year, idx, arrays, [allowed])[0]
+        if spec.memory_fidelity is not None:  # the same words whatever the memory's age
+            recalled["memories"] = tuple(
+                m if m.kind == "insight" else dataclasses.replace(m, fidelity=spec.memory_fidelity)
+                for m in recalled["memories"])
+        return recalled
 
 
 def _known_zones(config: ExperimentConfig) -> set[str] | None:
