@@ -184,9 +184,12 @@ def _explorer(args: argparse.Namespace, out: Path, present):
     """With ``--explore``: an explorer that starts once ``present()`` (None without)."""
     if not args.explore:
         return None
-    from governed_broker.explore.server import Explorer, check_dependencies
+    from governed_broker.explore.server import Explorer, check_dependencies, exposure_warning
 
     check_dependencies()  # before anything runs: a missing extra is said at once
+    warning = exposure_warning(args.host)
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
     explorer = Explorer(out, args.host, args.port)
     explorer.start_when_present(present, lambda line: print(line, file=sys.stderr, flush=True))
     return explorer
@@ -205,13 +208,16 @@ def expected_failure(exc: BaseException) -> str | None:
     """The one-line message of an expected runtime failure (None: unexpected, a bug).
 
     Expected: LLM backend errors (missing package or model, unreachable server: their
-    messages say what to do), the explorer's start-up errors, and the machine's state (a full
+    messages say what to do), the explorer's start-up errors, another process taking over a
+    run's directory (its lock deleted, its outputs changed), and the machine's state (a full
     disk, no permission).
     """
     from governed_broker.explore.server import ExplorerError
     from governed_broker.llm.base import LLMError
+    from governed_broker.run_dir import LockLostError
+    from governed_broker.runner import OutputsChangedError
 
-    if isinstance(exc, LLMError | ExplorerError):
+    if isinstance(exc, LLMError | ExplorerError | LockLostError | OutputsChangedError):
         return str(exc)
     if isinstance(exc, OSError) and exc.errno in EXPECTED_ERRNOS:
         where = f": {exc.filename}" if exc.filename else ""

@@ -50,6 +50,7 @@ from governed_broker.run_dir import (
     TMP_PREFIX,
     RunLock,
     check_out_dir,
+    output_problems,
     partial_dir,
     remove_leftovers,
     remove_run_dir,
@@ -75,6 +76,13 @@ __all__ = ["OutputExistsError", "RunResult", "build_decision_maker", "partial_di
 
 class OutputExistsError(RuntimeError):
     """The output directory already holds a complete run (pass ``overwrite=True``)."""
+
+
+class OutputsChangedError(RuntimeError):
+    """A finished run's outputs are not what it wrote; it is not published.
+
+    Another process changed them.
+    """
 
 
 @dataclass(frozen=True)
@@ -163,7 +171,7 @@ def run_experiment(
             another run holds its lock.
     """
     out_dir = check_out_dir(out_dir)
-    with RunLock(out_dir):
+    with RunLock(out_dir) as lock:
         if out_dir.exists():
             if not overwrite:
                 raise OutputExistsError(
@@ -171,11 +179,11 @@ def run_experiment(
             require_own_run(out_dir, finished=True, action="replace")
         if isinstance(experiment, ExperimentConfig):
             experiment = resolve_experiment(experiment)
-        return _run_locked(experiment, out_dir, progress, overwrite, decision_maker)
+        return _run_locked(experiment, out_dir, progress, overwrite, decision_maker, lock)
 
 
 def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, overwrite: bool,
-                decision_maker: DecisionMaker | None) -> RunResult:
+                decision_maker: DecisionMaker | None, lock: RunLock) -> RunResult:
     from governed_broker.validity.gate import check_gate
 
     config, chash = experiment.config, experiment.config_hash
@@ -183,7 +191,7 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
     work = partial_dir(out_dir)
     finished = _finished_manifest(work, chash, overwrite)
     if finished is not None:  # killed after finishing, before the rename: only publish
-        _publish(work, out_dir)
+        _publish(work, out_dir, finished, lock)
         return RunResult(out_dir, config.years, finished["n_households"], finished["n_agent_rows"],
                          0.0, finished["decision_maker"], finished.get("resumed_from_year"))
     ckpt, verified = _resumable(work, chash, overwrite)
@@ -205,8 +213,9 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
             shutil.rmtree(work)  # a run that could not start leaves nothing behind
         raise
     try:
-        model, rows = _simulate(experiment, maker, work, ckpt, verified,
-                                progress and config.outputs.progress, institution_makers)
+        model, rows, outputs = _simulate(experiment, maker, work, ckpt, verified,
+                                         progress and config.outputs.progress,
+                                         institution_makers, lock)
         llm = maker.provenance()
         institutions = (None if model.institutions is None
                         else model.institutions.provenance())
@@ -216,6 +225,7 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
         maker.close()
     seconds = time.perf_counter() - t0
     manifest = _manifest(config, chash, maker, started, seconds, model, rows)
+    manifest["outputs"] = outputs
     n_households = model.n
     model.release()
     manifest["resumed_from_year"] = None if ckpt is None else ckpt.year
@@ -226,7 +236,7 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
     if gate.card_text is not None:
         write_atomic(work / gate.CARD_FILE, gate.card_text)
     _finalise(config, work, manifest)
-    _publish(work, out_dir)
+    _publish(work, out_dir, manifest, lock)
     return RunResult(out_dir, config.years, n_households, rows, seconds, maker.name,
                      None if ckpt is None else ckpt.year)
 
@@ -247,14 +257,28 @@ def _finalise(config: ExperimentConfig, work: Path, manifest: dict[str, Any]) ->
     write_atomic(work / "manifest.json", json.dumps(manifest, indent=2) + "\n")
 
 
-def _publish(work: Path, out_dir: Path) -> None:
+def _publish(work: Path, out_dir: Path, manifest: Mapping[str, Any], lock: RunLock) -> None:
     """Move a finished run (``work`` holds its manifest) into place, replacing ``out_dir``.
 
-    Every step may be killed and repeated by running again: the run being replaced is first
-    renamed into ``work`` (one atomic step; from then on it is a leftover of this run), so a
-    kill while deleting it never leaves a half-deleted run at ``out_dir`` that could no longer
-    be recognised as ours; the checkpoints go only after the manifest is in place.
+    Only while the run still holds its lock, and only when its outputs on disk are what it
+    wrote (``run_dir.output_problems``: sizes, digests, agent rows): otherwise another writer
+    touched them and nothing is published. Every step may be killed and repeated by running
+    again: the run being replaced is first renamed into ``work`` (one atomic step; from then
+    on it is a leftover of this run), so a kill while deleting it never leaves a half-deleted
+    run at ``out_dir`` that could no longer be recognised as ours; the checkpoints go only
+    after the manifest is in place.
+
+    Raises:
+        LockLostError: the lock is no longer this run's.
+        OutputsChangedError: the outputs differ from what the run wrote.
     """
+    lock.verify()
+    problems = output_problems(work, dict(manifest))
+    if problems:
+        raise OutputsChangedError(
+            f"nothing was published: the outputs in {work} are not what the run wrote ("
+            + "; ".join(problems[:3]) + "); another process wrote into them? Move "
+            f"{work} away and run again")
     remove_leftovers(work)  # half-written files and a replaced run of an earlier, killed try
     if out_dir.exists():
         if out_dir.is_symlink():
@@ -316,16 +340,16 @@ def _resumable(work: Path, chash: str,
 def _simulate(
     experiment: ResolvedExperiment, maker: DecisionMaker, work: Path,
     ckpt: Checkpoint | None, verified: Verified | None, progress: bool,
-    institution_makers: Mapping[str, InstitutionMaker] | None = None,
-) -> tuple[FloodModel, int]:
+    institution_makers: Mapping[str, InstitutionMaker] | None, lock: RunLock,
+) -> tuple[FloodModel, int, dict[str, Any]]:
     """The run's world, simulated to its last year (the caller releases it once read).
 
-    And the number of agent rows written.
+    And the number of agent rows written and the outputs' sizes and digests.
     """
     config = experiment.config
     model = FloodModel(experiment, maker, run_dir=work, institution_makers=institution_makers)
     try:
-        rows = _years(model, experiment, work, ckpt, verified, progress)
+        rows, outputs = _years(model, experiment, work, ckpt, verified, progress, lock)
         if model.world_memory is not None:
             model.world_memory.finish(model.year, markdown=config.outputs.memory_markdown)
     except BaseException:
@@ -333,15 +357,19 @@ def _simulate(
             model.world_memory.abandon()
         model.release()
         raise
-    return model, rows
+    return model, rows, outputs
 
 
 def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
-           ckpt: Checkpoint | None, verified: Verified | None, progress: bool) -> int:
+           ckpt: Checkpoint | None, verified: Verified | None, progress: bool,
+           lock: RunLock) -> tuple[int, dict[str, Any]]:
     """Simulate the years still to run, writing each year's rows and checkpoint.
 
+    Each year and each checkpoint only while the run still holds its lock.
+
     Returns:
-        The number of agent rows written in all.
+        The number of agent rows written in all, and the outputs' sizes and digests
+        (``CheckpointWriter.outputs``).
     """
     config = experiment.config
     rows, mode = 0, "w"
@@ -369,6 +397,7 @@ def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
             progress_mod.Progress(config.name, enabled=progress)))
         _plan(meter, config, model)
         for year in range(model.year + 1, config.years + 1):
+            lock.verify()
             meter.step("year", year, config.years)
             model.step()
             cols = model.last_agent_columns
@@ -382,8 +411,9 @@ def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
                 audit.write_many({"run_id": experiment.run_id, **r}
                                  for r in model.institutions.records)
             rows += len(cols["agent_id"])
+            lock.verify()
             checkpoints.write(model, rows)
-    return rows
+    return rows, checkpoints.outputs()
 
 
 def _plan(meter: progress_mod.Progress, config: ExperimentConfig, model: FloodModel) -> None:

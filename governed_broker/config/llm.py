@@ -17,6 +17,7 @@ Example (a workstation Ollama)::
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -33,7 +34,12 @@ LLM_BACKENDS: dict[str, str] = {
     "ollama": "governed_broker.llm.factory:build_ollama",
     "openai": "governed_broker.llm.factory:build_openai",
     "scripted": "governed_broker.llm.factory:build_scripted",
+    "reference": "governed_broker.llm.factory:build_reference",
 }
+
+
+#: The names of the reference respondents (``governed_broker.llm.reference``).
+REFERENCE_NAME = re.compile(r"^(deaf|random|seed|rule)$|^(order|noisy_rule):(0(\.\d+)?|1(\.0+)?)$")
 
 
 class LLMCacheConfig(StrictModel):
@@ -62,12 +68,14 @@ class LLMConfig(StrictModel):
 
     backend: str = Field(
         "embedded", description="a name of LLM_BACKENDS: embedded | ollama | openai | "
-        "scripted (tests only)"
+        "scripted (tests only) | reference (known-truth respondents that calibrate the "
+        "validity battery, not models)"
     )
     model: str | None = Field(
         None,
         description="embedded: catalogue name (default qwen2.5-coder-0.5b-instruct-q4_k_m); "
-        "ollama: model tag, e.g. gemma3:4b; openai: the server's model name",
+        "ollama: model tag, e.g. gemma3:4b; openai: the server's model name; reference: "
+        "deaf, random, seed, rule, order:Q or noisy_rule:S (docs/validity.md)",
     )
     model_path: Path | None = Field(
         None, description="embedded only: any local GGUF file instead of a catalogue name"
@@ -197,4 +205,9 @@ class LLMConfig(StrictModel):
             raise ValueError("set either llm.model or llm.model_path for the embedded backend")
         if self.backend == "scripted" and self.script is None:
             raise ValueError("llm.script (a YAML file of rules) is required for 'scripted'")
+        if self.backend == "reference" and not REFERENCE_NAME.match(self.model or ""):
+            raise ValueError(
+                f"llm.model {self.model!r} names no reference respondent; use deaf, random, "
+                "seed, rule, order:Q or noisy_rule:S (Q, S shares between 0 and 1, e.g. "
+                "order:0.45, noisy_rule:0.25)")
         return self
