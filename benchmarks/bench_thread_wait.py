@@ -15,9 +15,12 @@ reply would have to be in the cache key).
     python benchmarks/bench_thread_wait.py                        # shipped vs libgomp default
     python benchmarks/bench_thread_wait.py --busy 2 --rounds 3    # beside two busy processes
     python benchmarks/bench_thread_wait.py --arm shipped: --arm spin:GOMP_SPINCOUNT=300000
+    python benchmarks/bench_thread_wait.py --arm two: --arm one:threads=1 --busy 2
 
-An arm is ``NAME:VAR=VALUE,VAR=VALUE`` (``NAME:`` adds nothing to the environment). The
-``OMP_*``/``GOMP_*`` variables of this process are removed from every arm first.
+An arm is ``NAME:VAR=VALUE,VAR=VALUE`` (``NAME:`` adds nothing to the environment); the
+pseudo-variable ``threads=N`` sets that arm's thread count instead of ``--threads`` (replies
+differ between thread counts, so they are compared within one count). The ``OMP_*``/``GOMP_*``
+variables of this process are removed from every arm first.
 Run it under the shared lock on a shared machine (``flock /work/notes/heavy.lock ...``).
 """
 
@@ -62,28 +65,32 @@ def child(requests: int, threads: int, max_tokens: int) -> None:
         }), flush=True)
 
 
-def arm_env(spec: str) -> tuple[str, dict[str, str]]:
-    """The name and environment of an arm ``NAME:VAR=VALUE,...``."""
+def arm_env(spec: str, threads: int) -> tuple[str, dict[str, str], int]:
+    """The name, environment and thread count of an arm ``NAME:VAR=VALUE,...``."""
     name, _, assignments = spec.partition(":")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
     for item in filter(None, assignments.split(",")):
         key, _, value = item.partition("=")
-        env[key] = value
-    return name, env
+        if key == "threads":
+            threads = int(value)
+        else:
+            env[key] = value
+    return name, env, threads
 
 
 def run_arm(spec: str, args: argparse.Namespace) -> dict:
     """One process of one arm: its calls and the load before it."""
-    name, env = arm_env(spec)
+    name, env, threads = arm_env(spec, args.threads)
     before = os.getloadavg()
     done = subprocess.run(
         [sys.executable, __file__, "--child", "--requests", str(args.requests),
-         "--threads", str(args.threads), "--max-tokens", str(args.max_tokens)],
+         "--threads", str(threads), "--max-tokens", str(args.max_tokens)],
         env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         sys.exit(f"arm {name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     calls = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    return {"arm": name, "calls": calls, "load": [round(x, 2) for x in before]}
+    return {"arm": name, "threads": threads, "calls": calls,
+            "load": [round(x, 2) for x in before]}
 
 
 def main() -> None:
@@ -122,7 +129,8 @@ def report(runs: list[dict], arms: list[str], args: argparse.Namespace) -> None:
     """Median s/call per arm, paired ratios to the first arm, and the replies' identity."""
     names = [spec.partition(":")[0] for spec in arms]
     by_arm = {n: [r for r in runs if r["arm"] == n] for n in names}
-    print(f"{args.threads} threads, {args.requests} decisions a run, {args.rounds} rounds, "
+    counts = sorted({r["threads"] for r in runs})
+    print(f"threads {counts}, {args.requests} decisions a run, {args.rounds} rounds, "
           f"{args.busy} busy processes beside")
     for name in names:
         per_call = [c["s"] for r in by_arm[name] for c in r["calls"]]
@@ -130,16 +138,17 @@ def report(runs: list[dict], arms: list[str], args: argparse.Namespace) -> None:
                   for a, b in zip(by_arm[name], by_arm[names[0]], strict=True)]
         waits = {c["wait"] for r in by_arm[name] for c in r["calls"]}
         cpu_per_s = sum(c["cpu_s"] for r in by_arm[name] for c in r["calls"]) / sum(per_call)
-        print(f"  {name}: median {statistics.median(per_call):.1f} s/call "
+        print(f"  {name} ({by_arm[name][0]['threads']} threads): "
+              f"median {statistics.median(per_call):.1f} s/call "
               f"(min {min(per_call):.1f}, max {max(per_call):.1f}); run time / "
               f"{names[0]}'s, pair by pair: {[round(x, 2) for x in ratios]}; "
               f"CPU s per s {cpu_per_s:.2f}; loads {[r['load'][0] for r in by_arm[name]]}; "
               f"wait {sorted(map(str, waits))}")
-    texts = {(c["index"], c["sha"]) for r in runs for c in r["calls"]}
-    same = len(texts) == args.requests
+    texts = {(r["threads"], c["index"], c["sha"]) for r in runs for c in r["calls"]}
+    same = len(texts) == args.requests * len(counts)
     print(f"  replies: {'the same text' if same else 'DIFFERENT texts'} for every request in "
-          f"every run of every arm ({len(texts)} distinct (request, text) pairs for "
-          f"{args.requests} requests)")
+          f"every run of every arm with the same thread count ({len(texts)} distinct "
+          f"(threads, request, text) for {args.requests} requests x {len(counts)} counts)")
     if args.json:
         args.json.write_text(json.dumps({"runs": runs, "same_replies": same}, indent=1) + "\n",
                              encoding="utf-8")
