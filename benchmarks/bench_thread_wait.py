@@ -3,14 +3,14 @@
 The embedded runtime (xllamacpp) is an OpenMP build: between two operations of a token, each of
 llama.cpp's threads waits at a barrier for the others, and libgomp decides how it waits, from
 its environment read once when the library loads (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``).
-Each arm is a fresh process with its own environment that makes the same decision requests
-(the realistic PMT prompts of ``bench_llm.py``, same seeds) through the project's embedded
-backend; arms run in turn, the order reversed every round (A B, B A, ...), so that a machine
-whose speed drifts weighs on every arm alike. Prints per arm the median seconds per call, the
-ratio to the first arm pair by pair, the process's CPU seconds per second of a call (near the
-thread count when waiting threads spin, lower when they sleep), the load (``uptime``) at each
-run, and whether every arm gave the same text for every request (a wait policy that changed a
-reply would have to be in the cache key).
+Each arm is a fresh process with its own environment that makes the same decision requests (the
+realistic PMT prompts of ``bench_llm.py``, same seeds) through the project's embedded backend;
+arms run in turn, the order reversed every round (A B, B A, ...), so that a machine whose speed
+drifts weighs on every arm alike. Prints per arm the median seconds per call, the ratio to the
+first arm pair by pair, the process's CPU seconds per second of a call (on idle cores near the
+thread count when waiting threads spin; on busy ones capped by the process's share, which
+spinning then wastes), the load (``uptime``) at each run, and whether every arm gave the same
+text for every request (a wait policy that changed a reply would have to be in the cache key).
 
     python benchmarks/bench_thread_wait.py                        # shipped vs libgomp default
     python benchmarks/bench_thread_wait.py --busy 2 --rounds 3    # beside two busy processes
