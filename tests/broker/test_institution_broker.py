@@ -17,6 +17,7 @@ from governed_broker.llm.scripted import ScriptedBackend
 from governed_broker.runner import run_experiment
 from governed_broker.seeding import child_seed
 from governed_broker.sim.institution_rules import within_limits
+from tests.killed_runs import resumed_after_kill
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "fixtures" / "scripted_institutions.yaml"
@@ -135,30 +136,13 @@ def test_institutions_and_households_decide_through_the_broker_in_phase_order(
     assert manifest["institutions"]["insurer"]["decision_maker"].startswith("llm:scripted")
 
 
-def test_a_scripted_institution_run_resumes_identically(tmp_path, monkeypatch) -> None:
-    from governed_broker.run_dir import partial_dir
-    from governed_broker.sim.model import FloodModel
-
+def test_a_scripted_institution_run_resumes_identically(tmp_path) -> None:
     config = load_experiment(REPO / "experiments" / "institutions.yaml", [
         "years=5", "population.size=12", "institutions.government.maker=llm",
         f"llm={json.dumps(LLM)}", "hazard.zones.high.annual_probability=0.3",
         "institutions.government.appropriation_per_household_usd=1000",
         "outputs.plots=false", "outputs.progress=false"])
-    reference = run_experiment(config, tmp_path / "ref", progress=False).out_dir
-    original = FloodModel.execution_phase
-
-    def crash(self, decisions):
-        if self.year == 4:
-            raise RuntimeError("killed in year 4")
-        return original(self, decisions)
-
-    out = tmp_path / "run"
-    with monkeypatch.context() as m:
-        m.setattr(FloodModel, "execution_phase", crash)
-        with pytest.raises(RuntimeError, match="killed"):
-            run_experiment(config, out, progress=False)
-    assert partial_dir(out).exists()
-    assert run_experiment(config, out, progress=False).resumed_from_year == 3
+    out, reference = resumed_after_kill(config, tmp_path, 4)
     for name in ("agents_yearly.csv", "model_yearly.csv", "institutions_yearly.csv"):
         assert (out / name).read_bytes() == (reference / name).read_bytes()
     lines = [json.loads(x) for x in (out / "institutions.jsonl").open()]
