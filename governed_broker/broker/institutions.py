@@ -36,13 +36,13 @@ from governed_broker.broker.governed import GovernedBroker
 from governed_broker.cognition.sentences import hard_cap, whole_sentences
 from governed_broker.config.base import ConfigError
 from governed_broker.config.institutions import (
-    INSTITUTION_TEMPLATE_EXTRAS,
-    INSTITUTION_TEMPLATES,
+    TEXT_FIELDS,
     InstitutionDomain,
     InstitutionsDomain,
+    load_institution_prompts,
 )
 from governed_broker.config.resolved import ResolvedExperiment
-from governed_broker.config.templates import TemplateSet, load_templates
+from governed_broker.config.templates import TemplateSet
 from governed_broker.contracts.decision import DecisionMaker
 from governed_broker.contracts.institutions import (
     FACTS,
@@ -61,8 +61,6 @@ from governed_broker.sim.institution_rules import evaluate, statements, within_l
 #: Length an institution's assessment and reason are asked to keep to (characters): one
 #: short sentence, as households' reasons (``governance.context.max_reason_chars``'s default).
 MAX_TEXT_CHARS = 100
-#: The reply's text fields, around the levers: appraise first, choose, then give the reason.
-TEXT_FIELDS = ("assessment", "reason")
 
 
 class InstitutionBroker:
@@ -293,8 +291,7 @@ def build_institution_makers(experiment: ResolvedExperiment, run_dir: Path,
         return {}
     if config.llm is None or domains is None:
         raise ConfigError("an institution decided by 'llm' needs an 'llm:' section")
-    templates = load_templates(config.resolve_path(inst.prompts), INSTITUTION_TEMPLATES,
-                               INSTITUTION_TEMPLATE_EXTRAS, setting="institutions.prompts")
+    templates = load_institution_prompts(config.resolve_path(inst.prompts))
     shared = isinstance(household_maker, GovernedBroker) and backend is None
     if shared:
         backend, loop = household_maker.channel.backend, household_maker.loop

@@ -165,6 +165,27 @@ def test_an_llm_institutions_missing_script_is_a_configuration_error(tmp_path) -
             f"llm={json.dumps(llm)}", "institutions.government.maker=llm"])
 
 
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d["reply_texts"].pop("reason"), "reply_texts must give one text for each of "
+                                               "assessment, reason"),
+    (lambda d: d.update(reply_texts="say why"), "reply_texts must give"),
+    (lambda d: d["unit_words"].update(euro="euros"), "unit_words must map lever units"),
+])
+def test_broken_institution_prompts_are_refused_at_load(tmp_path, change, message) -> None:
+    import yaml
+
+    from governed_broker.config import ConfigError
+
+    prompts = yaml.safe_load((REPO / "configs" / "institutions" / "prompts.yaml").read_text())
+    change(prompts)
+    path = tmp_path / "prompts.yaml"
+    path.write_text(yaml.safe_dump(prompts))
+    with pytest.raises(ConfigError, match=f"institutions.prompts.*{path}: {message}"):
+        load_experiment(REPO / "experiments" / "institutions.yaml", [
+            f"llm={json.dumps(LLM)}", "institutions.government.maker=llm",
+            f"institutions.prompts={path}"])
+
+
 @pytest.mark.parametrize("budgets", [(1e308, 1e308), (10 ** 400, 0)])
 def test_overflowing_lever_replies_are_asked_again_then_fall_back(budgets) -> None:
     # N1: two budgets of 1e308 (their sum overflows); N2: a 400-digit integer
