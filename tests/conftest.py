@@ -44,6 +44,14 @@ class Experiments:
         data["outputs"] = {"plots": False, "progress": False}
         return copy.deepcopy(data)
 
+    def institutions(self) -> dict[str, Any]:
+        """``experiments/institutions.yaml``'s institutions section, paths made absolute."""
+        root = REPO_ROOT / "experiments"
+        section = yaml.safe_load((root / "institutions.yaml").read_text())["institutions"]
+        section.update(domain=str(REPO_ROOT / "institutions.yaml"),
+                       prompts=str(REPO_ROOT / "configs" / "institutions" / "prompts.yaml"))
+        return section
+
     def write(self, data: dict[str, Any] | str, name: str = "exp.yaml") -> Path:
         """Write a dict (as YAML) or raw text to ``tmp_path/name``."""
         path = self.tmp_path / name

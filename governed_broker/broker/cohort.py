@@ -96,7 +96,7 @@ class CohortBroker(GovernedBroker):
         """Decide for every household of one year by cohort; results in input order."""
         cohorts = self._group(situations)
         samples = self._loop.run(self._asample(situations, cohorts))
-        self.backend.flush()
+        self.channel.backend.flush()
         decisions: list[Decision | None] = [None] * len(situations)
         records = []
         self._cohort_of = {}
@@ -104,7 +104,7 @@ class CohortBroker(GovernedBroker):
             drawn = [0] * len(samples[number])
             for index in members:
                 situation = situations[index]
-                pick = child_seed(self.seed, "cohort-draw", situation.agent_id,
+                pick = child_seed(self.channel.seed, "cohort-draw", situation.agent_id,
                                   situation.year) % len(samples[number])
                 drawn[pick] += 1
                 info = {"id": number, "size": len(members), "samples": len(samples[number]),
@@ -129,7 +129,7 @@ class CohortBroker(GovernedBroker):
             key = self._cohort_of.get(target.agent_id, -target.agent_id)
             groups.setdefault(key, []).append(target)
         self._loop.run(self.reflection.areflect_shared(list(groups.values()), year))
-        self.backend.flush()
+        self.channel.backend.flush()
 
     def provenance(self) -> dict[str, Any]:
         """The broker's provenance plus the cohort statistics of the run (this process)."""
@@ -156,7 +156,7 @@ class CohortBroker(GovernedBroker):
     async def _asample(self, situations: Sequence[HouseholdSituation],
                        cohorts: list[tuple[tuple, list[int]]]) -> list[list[Decision]]:
         """Each cohort's conversations, concurrently (``backend.max_concurrency`` at once)."""
-        semaphore = asyncio.Semaphore(max(1, int(self.backend.max_concurrency)))
+        semaphore = asyncio.Semaphore(max(1, int(self.channel.backend.max_concurrency)))
 
         async def one(situation: HouseholdSituation, sample: int) -> Decision:
             async with semaphore:

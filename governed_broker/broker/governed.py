@@ -95,14 +95,12 @@ class GovernedBroker:
         audit_path: Path | None = None,
         reflection: ReflectionEngine | None = None,
     ) -> None:
-        self.backend = backend
+        #: Where the requests go and how far a conversation may re-ask.
+        self.channel = Channel(backend, request or RequestSettings(), governance, seed)
         self.context = context
         self.registry = registry
         self.rules = rules
-        self.governance = governance
-        self.seed = seed
         self.run_id = run_id
-        self.request = request or RequestSettings()
         self.reflection = reflection
         self.name = f"llm:{backend.kind}/{backend.model_id}"
         self.fallback_action = governance.fallback_action or registry.default_action
@@ -127,7 +125,7 @@ class GovernedBroker:
         """Decide for every household of one year (concurrently); results in input order."""
         progress.phase("decisions", len(situations))
         decisions = self._loop.run(self.adecide(situations))
-        self.backend.flush()
+        self.channel.backend.flush()
         if self._audit is not None:
             self._audit.write_many(d.audit for d in decisions)
         return decisions
@@ -136,16 +134,16 @@ class GovernedBroker:
         """Run the reflection engine (when configured) over the households."""
         if self.reflection is not None:
             self._loop.run(self.reflection.areflect_due(households, year))
-            self.backend.flush()
+            self.channel.backend.flush()
 
     def provenance(self) -> dict[str, Any]:
         """The model's identity and this process's call and cache statistics, for the manifest.
 
         And the knowledge base's statistics when there is one.
         """
-        info = {"backend": self.backend.describe(),
-                "sampling": asdict(self.request.sampling),
-                "stats": self.backend.stats()}
+        info = {"backend": self.channel.backend.describe(),
+                "sampling": asdict(self.channel.request.sampling),
+                "stats": self.channel.backend.stats()}
         if self.context.knowledge is not None:
             info["knowledge_base"] = self.context.knowledge.stats()
         return info
@@ -156,13 +154,13 @@ class GovernedBroker:
             self._audit.close()
         if self.reflection is not None:
             self.reflection.close()
-        self._loop.run(self.backend.aclose())
+        self._loop.run(self.channel.backend.aclose())
         self._loop.close()
 
     # -- async core -------------------------------------------------------------------------
     async def adecide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         """Decide concurrently, at most ``backend.max_concurrency`` households in flight."""
-        semaphore = asyncio.Semaphore(max(1, int(self.backend.max_concurrency)))
+        semaphore = asyncio.Semaphore(max(1, int(self.channel.backend.max_concurrency)))
 
         async def one(situation: HouseholdSituation) -> Decision:
             async with semaphore:
@@ -197,8 +195,7 @@ class GovernedBroker:
                      ("cohort", situation.agent_id, situation.year, sample))
         conv = Conversation(prompt.messages, prompt.json_schema, seed_path, "decision")
         house = _Household(self, situation, prompt)
-        status = await converse(conv, house, Channel(self.backend, self.request,
-                                                     self.governance, self.seed))
+        status = await converse(conv, house, self.channel)
         return self._finish(house, conv, status)
 
     # -- outcome ----------------------------------------------------------------------------
@@ -289,7 +286,7 @@ class GovernedBroker:
             "attempts": conv.attempts,
             **conv.usage(),
         }
-        if self.governance.audit.prompts:
+        if self.channel.budgets.audit.prompts:
             record["prompt"] = [dict(m) for m in p.messages]
         return record
 

@@ -35,15 +35,14 @@ from governed_broker.broker.conversation import (
 from governed_broker.broker.governed import GovernedBroker
 from governed_broker.cognition.sentences import hard_cap, whole_sentences
 from governed_broker.config.base import ConfigError
-from governed_broker.config.broker import GovernanceConfig
 from governed_broker.config.institutions import (
-    INSTITUTION_TEMPLATE_EXTRAS,
-    INSTITUTION_TEMPLATES,
+    TEXT_FIELDS,
     InstitutionDomain,
     InstitutionsDomain,
+    load_institution_prompts,
 )
 from governed_broker.config.resolved import ResolvedExperiment
-from governed_broker.config.templates import TemplateSet, load_templates
+from governed_broker.config.templates import TemplateSet
 from governed_broker.contracts.decision import DecisionMaker
 from governed_broker.contracts.institutions import (
     FACTS,
@@ -62,8 +61,6 @@ from governed_broker.sim.institution_rules import evaluate, statements, within_l
 #: Length an institution's assessment and reason are asked to keep to (characters): one
 #: short sentence, as households' reasons (``governance.context.max_reason_chars``'s default).
 MAX_TEXT_CHARS = 100
-#: The reply's text fields, around the levers: appraise first, choose, then give the reason.
-TEXT_FIELDS = ("assessment", "reason")
 
 
 class InstitutionBroker:
@@ -74,35 +71,29 @@ class InstitutionBroker:
         domains: The institutions' domain (this institution's levers and rules; the others'
             levers, to word what they decided before it).
         templates: The prompt templates (``INSTITUTION_TEMPLATES``).
-        backend: The LLM backend (with the run's cache and call log).
+        channel: The backend (with the run's cache and call log), sampling settings, retry
+            budgets (and whether prompts go into the audit) and the experiment seed.
         loop: The event loop the backend's requests run on (shared with the households'
             broker when there is one).
-        governance: Retry budgets and whether prompts go into the audit.
         profile: Which rule severities apply (``institutions.profile``).
-        seed: The experiment seed.
         run_id: The run's id, in every record.
-        request: Sampling settings.
         owns_backend: Close the backend and the loop on ``close`` (False when they belong to
             the households' broker).
     """
 
     def __init__(self, institution: str, domains: InstitutionsDomain, templates: TemplateSet,
-                 backend: LLMBackend, loop: LoopThread, *, governance: GovernanceConfig,
-                 profile: str, seed: int, run_id: str, request: RequestSettings,
+                 channel: Channel, loop: LoopThread, *, profile: str, run_id: str,
                  owns_backend: bool) -> None:
         self.institution = institution
         self.domains = domains
         self.domain: InstitutionDomain = domains.of(institution)
         self.templates = templates
-        self.backend = backend
+        self.channel = channel
         self.loop = loop
-        self.governance = governance
         self.profile = profile
-        self.seed = seed
         self.run_id = run_id
-        self.request = request
         self.owns_backend = owns_backend
-        self.name = f"llm:{backend.kind}/{backend.model_id}"
+        self.name = f"llm:{channel.backend.kind}/{channel.backend.model_id}"
         self._units = {f.name: f.unit for f in FACTS[institution]}
 
     # -- InstitutionMaker API ---------------------------------------------------------------
@@ -111,7 +102,7 @@ class InstitutionBroker:
         progress.phase("institutions", 1, label=self.institution)
         decision = self.loop.run(self.adecide(situation))
         progress.advance()
-        self.backend.flush()
+        self.channel.backend.flush()
         return decision
 
     def provenance(self) -> dict[str, Any]:
@@ -120,16 +111,17 @@ class InstitutionBroker:
         Call and cache statistics: the run's ``llm`` entry when the households' broker shares the
         backend.
         """
-        info = {"backend": self.backend.describe(), "sampling": asdict(self.request.sampling),
+        backend = self.channel.backend
+        info = {"backend": backend.describe(), "sampling": asdict(self.channel.request.sampling),
                 "profile": self.profile}
         if self.owns_backend:
-            info["stats"] = self.backend.stats()
+            info["stats"] = backend.stats()
         return info
 
     def close(self) -> None:
         """Release the backend and the loop when they are this maker's own."""
         if self.owns_backend:
-            self.loop.run(self.backend.aclose())
+            self.loop.run(self.channel.backend.aclose())
             self.loop.close()
 
     # -- the loop ---------------------------------------------------------------------------
@@ -139,7 +131,7 @@ class InstitutionBroker:
                             ("institution", self.institution, situation.year),
                             f"institution:{self.institution}")
         status = await converse(conv, _Institution(self, situation),
-                                Channel(self.backend, self.request, self.governance, self.seed))
+                                self.channel)
         return self._finish(situation, conv, status)
 
     # -- prompt, schema, parsing ------------------------------------------------------------
@@ -232,7 +224,7 @@ class InstitutionBroker:
             "attempts": conv.attempts,
             **conv.usage(),
         }
-        if self.governance.audit.prompts:
+        if self.channel.budgets.audit.prompts:
             audit["prompt"] = conv.prompt
         return InstitutionDecision(
             institution=self.institution, year=s.year, levers=levers, status=status,
@@ -299,11 +291,10 @@ def build_institution_makers(experiment: ResolvedExperiment, run_dir: Path,
         return {}
     if config.llm is None or domains is None:
         raise ConfigError("an institution decided by 'llm' needs an 'llm:' section")
-    templates = load_templates(config.resolve_path(inst.prompts), INSTITUTION_TEMPLATES,
-                               INSTITUTION_TEMPLATE_EXTRAS, setting="institutions.prompts")
+    templates = load_institution_prompts(config.resolve_path(inst.prompts))
     shared = isinstance(household_maker, GovernedBroker) and backend is None
     if shared:
-        backend, loop = household_maker.backend, household_maker.loop
+        backend, loop = household_maker.channel.backend, household_maker.loop
     else:
         if backend is None:
             from governed_broker.broker.factory import CALL_LOG_FILE
@@ -314,11 +305,11 @@ def build_institution_makers(experiment: ResolvedExperiment, run_dir: Path,
         loop = LoopThread("governed-broker-institutions")
     request = RequestSettings(sampling=resolve_sampling(config.llm),
                               max_tokens=config.llm.max_tokens, num_ctx=config.llm.num_ctx)
+    channel = Channel(backend, request, config.governance, config.seed)
     makers: dict[str, InstitutionMaker] = {}
     for index, name in enumerate(inst.llm_makers):
         makers[name] = InstitutionBroker(
-            name, domains, templates, backend, loop, governance=config.governance,
-            profile=inst.profile, seed=config.seed, run_id=experiment.run_id, request=request,
-            owns_backend=not shared and index == 0)
+            name, domains, templates, channel, loop, profile=inst.profile,
+            run_id=experiment.run_id, owns_backend=not shared and index == 0)
     return makers
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 import math
 import string
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, model_validator
 
-from governed_broker.config.base import StrictModel
+from governed_broker.config.base import ConfigError, StrictModel, excerpt
 from governed_broker.config.broker import NumericTest, RuleSeverity
+from governed_broker.config.templates import TemplateSet, load_templates
 from governed_broker.config.world import FilePath, Money, Share, Source
 from governed_broker.contracts.institutions import FACTS, Unit
 
@@ -93,6 +94,30 @@ INSTITUTION_TEMPLATES: dict[str, frozenset[str]] = {
 #: Non-template entries of the prompt file: the words for each lever unit, and what the reply
 #: format says to write in its text fields (``assessment``, ``reason``).
 INSTITUTION_TEMPLATE_EXTRAS = frozenset({"unit_words", "reply_texts"})
+#: The reply's text fields, around the levers: appraise first, choose, then give the reason.
+TEXT_FIELDS = ("assessment", "reason")
+
+
+def load_institution_prompts(path: Path) -> TemplateSet:
+    """The institutions' prompt file (``institutions.prompts``), checked whole.
+
+    Raises:
+        ConfigError: A template is missing or broken, ``reply_texts`` does not give one text for
+            each of ``TEXT_FIELDS``, or ``unit_words`` maps something other than a lever unit
+            to words.
+    """
+    templates = load_templates(path, INSTITUTION_TEMPLATES, INSTITUTION_TEMPLATE_EXTRAS,
+                               setting="institutions.prompts")
+    texts, units = templates.extra["reply_texts"], templates.extra["unit_words"]
+    if not isinstance(texts, dict) or sorted(texts) != sorted(TEXT_FIELDS) or not all(
+            isinstance(v, str) for v in texts.values()):
+        raise ConfigError(f"{path}: reply_texts must give one text for each of "
+                          f"{', '.join(TEXT_FIELDS)}; got {excerpt(texts)}")
+    if not isinstance(units, dict) or not all(
+            k in get_args(Unit) and isinstance(v, str) for k, v in units.items()):
+        raise ConfigError(f"{path}: unit_words must map lever units ({', '.join(get_args(Unit))}) "
+                          f"to their words; got {excerpt(units)}")
+    return templates
 
 
 class LeverSpec(StrictModel):

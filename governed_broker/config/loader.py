@@ -25,10 +25,9 @@ from governed_broker.config.cost import check_run_limits
 from governed_broker.config.damage import DamageTable, load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.institutions import (
-    INSTITUTION_TEMPLATE_EXTRAS,
-    INSTITUTION_TEMPLATES,
     INSTITUTIONS,
     InstitutionsDomain,
+    load_institution_prompts,
 )
 from governed_broker.config.knowledge import load_topics
 from governed_broker.config.memory import MEMORY_TEXTS
@@ -319,9 +318,8 @@ def check_institutions(config: ExperimentConfig, source: Path) -> InstitutionsDo
             raise ConfigError(f"{source}: field 'institutions.{name}.maker': 'llm' needs an "
                               "'llm:' section")
     if inst.llm_makers:
-        _field(source, "institutions.prompts", lambda: load_templates(
-            config.resolve_path(inst.prompts), INSTITUTION_TEMPLATES,
-            INSTITUTION_TEMPLATE_EXTRAS, setting="institutions.prompts"))
+        _field(source, "institutions.prompts",
+               lambda: load_institution_prompts(config.resolve_path(inst.prompts)))
     decided = {lever.setting: name for name in INSTITUTIONS
                for lever in domain.of(name).levers.values()}
     sections = {s: getattr(config, s.split(".")[0]) for s in decided}

@@ -46,19 +46,32 @@ def _decision(situation: InstitutionSituation, levers: dict[str, float], reason:
         audit={"rule_inputs": inputs})
 
 
-class RuleGovernment:
-    """The government's rule maker (module documentation).
+class _RuleMaker:
+    """What both rule makers share: their settings, their domain, no model and nothing to close.
 
     Args:
-        config: The government's settings (``buyout_share_of_funds``).
+        config: The institution's settings.
         domain: Its levers and limits.
     """
 
     name = RULE_MAKER
 
-    def __init__(self, config: GovernmentConfig, domain: InstitutionDomain) -> None:
+    def __init__(self, config: Any, domain: InstitutionDomain) -> None:
         self.config = config
         self.domain = domain
+
+    def provenance(self) -> None:
+        """A rule has no model behind it."""
+        return None
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class RuleGovernment(_RuleMaker):
+    """The government's rule maker (module documentation); ``config``: its settings."""
+
+    config: GovernmentConfig
 
     def decide(self, situation: InstitutionSituation) -> InstitutionDecision:
         """Keep the grant share; commit the available funds, split between the programmes."""
@@ -77,27 +90,11 @@ class RuleGovernment:
         return _decision(situation, levers, reason, {"funds_available_usd": funds,
                                                      "buyout_share_of_funds": buyout_share})
 
-    def provenance(self) -> None:
-        """A rule has no model behind it."""
-        return None
 
-    def close(self) -> None:
-        """Nothing to release."""
+class RuleInsurer(_RuleMaker):
+    """The insurer's rule maker (module documentation); ``config``: its settings."""
 
-
-class RuleInsurer:
-    """The insurer's rule maker (module documentation).
-
-    Args:
-        config: The insurer's settings (target loss ratio, credibility standard).
-        domain: Its levers and limits.
-    """
-
-    name = RULE_MAKER
-
-    def __init__(self, config: InsurerConfig, domain: InstitutionDomain) -> None:
-        self.config = config
-        self.domain = domain
+    config: InsurerConfig
 
     def decide(self, situation: InstitutionSituation) -> InstitutionDecision:
         """Hold the discount; move the loading by the credibility-weighted experience."""
@@ -118,10 +115,3 @@ class RuleInsurer:
             "experience_loss_ratio": ratio, "experience_claims": claims,
             "credibility": credibility, "indicated_factor": indicated,
             "target_loss_ratio": self.config.target_loss_ratio})
-
-    def provenance(self) -> None:
-        """A rule has no model behind it."""
-        return None
-
-    def close(self) -> None:
-        """Nothing to release."""

@@ -6,6 +6,7 @@ repository.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,11 @@ def make_broker(
         run_id="test-run", audit_path=(tmp_path / "decisions.jsonl") if tmp_path else None,
     )
     return broker, backend
+
+
+def with_backend(broker: GovernedBroker, backend: Any) -> None:
+    """Send ``broker``'s requests to ``backend`` from now on."""
+    broker.channel = dataclasses.replace(broker.channel, backend=backend)
 
 
 def read_jsonl(path: Path) -> list[dict]:

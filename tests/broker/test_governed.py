@@ -15,6 +15,7 @@ from broker_helpers import (
     make_situation,
     read_jsonl,
     reply,
+    with_backend,
 )
 
 from governed_broker.config.base import ConfigError
@@ -217,7 +218,7 @@ class SlowBackend(LLMBackend):
 def test_concurrent_decisions_are_bounded_and_in_input_order(close_brokers):
     broker, _ = make_broker([])
     backend = SlowBackend()
-    broker.backend = backend
+    with_backend(broker, backend)
     close_brokers.append(broker)
     situations = [make_situation(agent_id=i, income_usd=i * 1000.0) for i in range(1, 13)]
     decisions = broker.decide(situations)

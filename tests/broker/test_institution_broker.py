@@ -17,6 +17,7 @@ from governed_broker.llm.scripted import ScriptedBackend
 from governed_broker.runner import run_experiment
 from governed_broker.seeding import child_seed
 from governed_broker.sim.institution_rules import within_limits
+from tests.killed_runs import resumed_after_kill
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "fixtures" / "scripted_institutions.yaml"
@@ -135,30 +136,13 @@ def test_institutions_and_households_decide_through_the_broker_in_phase_order(
     assert manifest["institutions"]["insurer"]["decision_maker"].startswith("llm:scripted")
 
 
-def test_a_scripted_institution_run_resumes_identically(tmp_path, monkeypatch) -> None:
-    from governed_broker.run_dir import partial_dir
-    from governed_broker.sim.model import FloodModel
-
+def test_a_scripted_institution_run_resumes_identically(tmp_path) -> None:
     config = load_experiment(REPO / "experiments" / "institutions.yaml", [
         "years=5", "population.size=12", "institutions.government.maker=llm",
         f"llm={json.dumps(LLM)}", "hazard.zones.high.annual_probability=0.3",
         "institutions.government.appropriation_per_household_usd=1000",
         "outputs.plots=false", "outputs.progress=false"])
-    reference = run_experiment(config, tmp_path / "ref", progress=False).out_dir
-    original = FloodModel.execution_phase
-
-    def crash(self, decisions):
-        if self.year == 4:
-            raise RuntimeError("killed in year 4")
-        return original(self, decisions)
-
-    out = tmp_path / "run"
-    with monkeypatch.context() as m:
-        m.setattr(FloodModel, "execution_phase", crash)
-        with pytest.raises(RuntimeError, match="killed"):
-            run_experiment(config, out, progress=False)
-    assert partial_dir(out).exists()
-    assert run_experiment(config, out, progress=False).resumed_from_year == 3
+    out, reference = resumed_after_kill(config, tmp_path, 4)
     for name in ("agents_yearly.csv", "model_yearly.csv", "institutions_yearly.csv"):
         assert (out / name).read_bytes() == (reference / name).read_bytes()
     lines = [json.loads(x) for x in (out / "institutions.jsonl").open()]
@@ -179,6 +163,27 @@ def test_an_llm_institutions_missing_script_is_a_configuration_error(tmp_path) -
     with pytest.raises(ConfigError, match="field 'llm.script'.*none.yaml.*not found"):
         load_experiment(REPO / "experiments" / "institutions.yaml", [
             f"llm={json.dumps(llm)}", "institutions.government.maker=llm"])
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d["reply_texts"].pop("reason"), "reply_texts must give one text for each of "
+                                               "assessment, reason"),
+    (lambda d: d.update(reply_texts="say why"), "reply_texts must give"),
+    (lambda d: d["unit_words"].update(euro="euros"), "unit_words must map lever units"),
+])
+def test_broken_institution_prompts_are_refused_at_load(tmp_path, change, message) -> None:
+    import yaml
+
+    from governed_broker.config import ConfigError
+
+    prompts = yaml.safe_load((REPO / "configs" / "institutions" / "prompts.yaml").read_text())
+    change(prompts)
+    path = tmp_path / "prompts.yaml"
+    path.write_text(yaml.safe_dump(prompts))
+    with pytest.raises(ConfigError, match=f"institutions.prompts.*{path}: {message}"):
+        load_experiment(REPO / "experiments" / "institutions.yaml", [
+            f"llm={json.dumps(LLM)}", "institutions.government.maker=llm",
+            f"institutions.prompts={path}"])
 
 
 @pytest.mark.parametrize("budgets", [(1e308, 1e308), (10 ** 400, 0)])

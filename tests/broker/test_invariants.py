@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from broker_helpers import OWNER_ACTIONS, make_broker, make_situation
+from broker_helpers import OWNER_ACTIONS, make_broker, make_situation, with_backend
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -52,7 +52,7 @@ def test_outcome_is_always_consistent(replies, profile, tenure, elevated, afford
     broker, _ = make_broker([], profile=profile, max_retries=max_retries,
                             max_parse_retries=max_parse_retries)
     backend = ListBackend(replies)
-    broker.backend = backend
+    with_backend(broker, backend)
     allowed = [a for a in OWNER_ACTIONS
                if not (a == "elevate_house" and (tenure == "renter" or elevated))]
     afford = dict(zip(OWNER_ACTIONS, [True, *affordable], strict=True))

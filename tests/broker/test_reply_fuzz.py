@@ -13,7 +13,7 @@ import json
 import random
 from pathlib import Path
 
-from broker_helpers import OWNER_ACTIONS, SCALE, make_broker, make_situation, reply
+from broker_helpers import OWNER_ACTIONS, SCALE, make_broker, make_situation, reply, with_backend
 
 from governed_broker.cognition.repair import parse_decision
 from governed_broker.llm.cache import ResponseCache
@@ -99,7 +99,7 @@ def _run(tmp_path: Path, seed: int, rounds: int, cache_mode: str) -> tuple[list,
     broker, scripted = make_broker([(r".", fuzz)], tmp_path=tmp_path, concurrency=64)
     cache = ResponseCache(tmp_path / "cache.sqlite", cache_mode)
     log = CallLog(tmp_path / "llm_calls.sqlite")
-    broker.backend = LoggedBackend(CachedBackend(scripted, cache), log)
+    with_backend(broker, LoggedBackend(CachedBackend(scripted, cache), log))
     rng = random.Random(seed)
     decisions = []
     try:

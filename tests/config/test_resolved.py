@@ -59,7 +59,7 @@ def test_loading_and_running_parses_every_input_once(experiments, tmp_path: Path
     from governed_broker.config.resolved import load_resolved
 
     data = experiments.data()
-    data["institutions"] = _institutions()
+    data["institutions"] = experiments.institutions()
     path = experiments.write(data)
     parsed = {AgentTypesConfig: 0, DamageTable: 0, InstitutionsDomain: 0}
 
@@ -75,15 +75,3 @@ def test_loading_and_running_parses_every_input_once(experiments, tmp_path: Path
     experiment = load_resolved(path, ["population.size=5", "years=2"])
     run_experiment(experiment, tmp_path / "run", progress=False)
     assert parsed == {AgentTypesConfig: 1, DamageTable: 1, InstitutionsDomain: 1}
-
-
-def _institutions() -> dict:
-    """``experiments/institutions.yaml``'s institutions, with absolute paths."""
-    import yaml
-
-    root = Path(__file__).resolve().parents[2]
-    section = yaml.safe_load((root / "experiments" / "institutions.yaml").read_text())[
-        "institutions"]
-    section.update(domain=str(root / "institutions.yaml"),
-                   prompts=str(root / "configs" / "institutions" / "prompts.yaml"))
-    return section

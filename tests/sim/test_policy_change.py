@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from governed_broker.runner import partial_dir, run_experiment
-from governed_broker.sim.model import FloodModel
+from governed_broker.runner import run_experiment
+from tests.killed_runs import resumed_after_kill
 
 BASE = ["years=8", "population.size=40", "memory.engine=humancentric",
         "hazard.zones.high.annual_probability=0.5", "hazard.zones.high.flooded_share=1"]
@@ -48,22 +46,7 @@ def test_arms_share_every_byte_before_the_change_and_differ_after(experiments, t
     assert paid and all(p == 80_000.0 for p in paid)
 
 
-def test_a_run_resumed_across_the_change_is_identical(experiments, tmp_path, monkeypatch) -> None:
-    config = experiments.config([*BASE, CHANGE])
-    reference = run_experiment(config, tmp_path / "ref", progress=False).out_dir
-    original = FloodModel.execution_phase
-
-    def crash(self, decisions):
-        if self.year == 6:
-            raise RuntimeError("killed in year 6")
-        return original(self, decisions)
-
-    out = tmp_path / "run"
-    with monkeypatch.context() as m:
-        m.setattr(FloodModel, "execution_phase", crash)
-        with pytest.raises(RuntimeError, match="killed"):
-            run_experiment(config, out, progress=False)
-    assert partial_dir(out).exists()
-    assert run_experiment(config, out, progress=False).resumed_from_year == 5
+def test_a_run_resumed_across_the_change_is_identical(experiments, tmp_path) -> None:
+    out, reference = resumed_after_kill(experiments.config([*BASE, CHANGE]), tmp_path, 6)
     for name in ("agents_yearly.csv", "model_yearly.csv"):
         assert (out / name).read_bytes() == (reference / name).read_bytes()

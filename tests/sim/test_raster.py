@@ -79,6 +79,16 @@ def raster_data(experiments, grid_path: Path, population: Path, **raster) -> dic
     return data
 
 
+def placed(experiments, grid_dir: Path, tmp_path: Path, placement: dict):
+    """The raster hazard with 50 homes in zone sfha and 50 in other placed by ``placement``."""
+    data = raster_data(experiments, grid_dir, population_csv(tmp_path, with_xy=False),
+                       placement=placement)
+    hazard = make_hazard(hazard_with_paths(experiments.config(data=data)),
+                         ["other", "sfha"], 7, 3)
+    hazard.place_households(np.array([1] * 50 + [0] * 50), None, None)
+    return hazard
+
+
 def test_homes_get_their_cells_depth_every_year(experiments, grid_dir, tmp_path) -> None:
     config = experiments.config(data=raster_data(experiments, grid_dir,
                                                  population_csv(tmp_path)))
@@ -123,17 +133,10 @@ def test_the_placement_rule_draws_cells_of_the_zone_class(experiments, grid_dir,
     placement = {"source": "test rule",
                  "zones": {"sfha": {"wet_years_min": 2, "wet_years_max": 3},
                            "other": {"wet_years_min": 0, "wet_years_max": 0}}}
-    data = raster_data(experiments, grid_dir, population_csv(tmp_path, with_xy=False),
-                       placement=placement)
-    hazard = make_hazard(hazard_with_paths(experiments.config(data=data)),
-                         ["other", "sfha"], 7, 3)
-    zone_index = np.array([1] * 50 + [0] * 50)
-    hazard.place_households(zone_index, None, None)
+    hazard = placed(experiments, grid_dir, tmp_path, placement)
     wet = hazard.wet_years()
     assert set(wet[hazard.cells[:50]]) <= {2, 3} and set(wet[hazard.cells[50:]]) == {0}
-    again = make_hazard(hazard_with_paths(experiments.config(data=data)),
-                        ["other", "sfha"], 7, 3)
-    again.place_households(zone_index, None, None)
+    again = placed(experiments, grid_dir, tmp_path, placement)
     np.testing.assert_array_equal(again.cells, hazard.cells)  # seeded
     # wet in 2 or 3 years: (row 0, col 1), (row 1, col 0), (row 2, col 0), (row 2, col 1)
     assert set(hazard.cells[:50]) <= {1, 4, 8, 9}
@@ -144,12 +147,7 @@ def test_a_placement_share_puts_that_many_homes_on_the_class_and_the_rest_on_dry
     placement = {"source": "test rule",
                  "zones": {"sfha": {"wet_years_min": 2, "wet_years_max": 3, "share": 0.3},
                            "other": {"wet_years_min": 1, "wet_years_max": 3, "share": 0.0}}}
-    data = raster_data(experiments, grid_dir, population_csv(tmp_path, with_xy=False),
-                       placement=placement)
-    hazard = make_hazard(hazard_with_paths(experiments.config(data=data)),
-                         ["other", "sfha"], 7, 3)
-    zone_index = np.array([1] * 50 + [0] * 50)
-    hazard.place_households(zone_index, None, None)
+    hazard = placed(experiments, grid_dir, tmp_path, placement)
     wet = hazard.wet_years()
     sfha = wet[hazard.cells[:50]]
     assert (np.isin(sfha, [2, 3])).sum() == 15 and (sfha == 0).sum() == 35  # round(0.3 * 50)

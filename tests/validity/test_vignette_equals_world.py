@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 
 from governed_broker.config.resolved import resolve_experiment
 from governed_broker.contracts.decision import Decision, HouseholdSituation
@@ -107,23 +105,13 @@ def vignette_of(model: FloodModel, j: int, s: HouseholdSituation) -> VignetteSpe
     })
 
 
-def institutions_section() -> dict[str, Any]:
-    """``experiments/institutions.yaml``'s rule-decided government and insurer."""
-    root = Path(__file__).resolve().parents[2]
-    section = yaml.safe_load((root / "experiments" / "institutions.yaml").read_text())[
-        "institutions"]
-    section.update(domain=str(root / "institutions.yaml"),
-                   prompts=str(root / "configs" / "institutions" / "prompts.yaml"))
-    return section
-
-
 @pytest.mark.parametrize("setting", list(SETTINGS))
 def test_a_vignette_of_a_household_gets_the_situation_the_world_gave_it(
         experiments, setting: str) -> None:
     overrides, expect = SETTINGS[setting]
     data = experiments.data()
     if setting == "institutions":
-        data["institutions"] = institutions_section()
+        data["institutions"] = experiments.institutions()
     config = experiments.config([*FLOODY, *overrides], data=data)
     recorder = Recorder()
     model = FloodModel(config, recorder)

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from governed_broker.config import ConfigError
 from governed_broker.config.world import BuyoutConfig
-from governed_broker.sim import FloodModel
 from governed_broker.sim.instruments.buyouts import buyout_offers
-from tests.sim.test_model import POP_HEADER, Scripted, run
+from tests.sim.instruments.small_world import scripted, small_world
+from tests.sim.test_model import run
 
 POP_ROWS = [
     "owner,high,60000,100000,200000,100000,False,False,0.3,0.5",   # 1
@@ -31,28 +31,15 @@ PROGRAMME = {"source": "test", "min_floods": 2, "substantial_damage_share": None
 
 @pytest.fixture
 def world(experiments):
-    (experiments.tmp_path / "pop.csv").write_text(
-        "# synthetic test population\n" + POP_HEADER + "\n" + "\n".join(POP_ROWS) + "\n")
-
     def make(script: dict[tuple[int, int], str], buyout: dict | None, years: int = 3,
              agent_types: str | None = None):
-        data = experiments.data()
-        data["years"] = years
-        data["memory"]["engine"] = "none"
-        data["population"] = {"source": "test", "file": "pop.csv"}
-        data["hazard"] = {"source": "test", "mode": "fixed", "events": [
-            {"year": 1, "depth_m": {"high": 1.0}}, {"year": 2, "depth_m": {"high": 1.0}}],
-            "zones": {"high": {"annual_probability": 0.02, "median_depth_m": 0.3},
-                      "low": {"annual_probability": 0.002, "median_depth_m": 0.2}}}
-        data["network"] = {"kind": "ring", "k": 2}
-        data["insurance"].pop("mandatory_purchase", None)
+        data = small_world(experiments, POP_ROWS, years, {1: {"high": 1.0}, 2: {"high": 1.0}})
         data["finance"]["aid"]["probability"] = 0.0
         if buyout is not None:
             data["buyout"] = buyout
         if agent_types is not None:
             data["agent_types"] = agent_types
-        maker = Scripted(script)
-        return FloodModel(experiments.config(data=data), maker), maker
+        return scripted(experiments, data, script)
 
     return make
 

@@ -12,10 +12,10 @@ import pytest
 from governed_broker.config import ConfigError
 from governed_broker.config.world import GroupPolicyConfig
 from governed_broker.contracts.decision import AidCertificate
-from governed_broker.sim import FloodModel
 from governed_broker.sim.instruments.certificates import aid_eligible, new_certificates
 from governed_broker.sim.money import capped_payouts
-from tests.sim.test_model import POP_HEADER, Scripted, run
+from tests.sim.instruments.small_world import scripted, small_world
+from tests.sim.test_model import run
 
 POP_ROWS = [
     "owner,high,60000,100000,200000,100000,False,False,0.3,0.5",   # 1: uninsured
@@ -34,29 +34,17 @@ def _group(**kw) -> dict:
 
 @pytest.fixture
 def world(experiments):
-    (experiments.tmp_path / "pop.csv").write_text(
-        "# synthetic test population\n" + POP_HEADER + "\n" + "\n".join(POP_ROWS) + "\n")
-
     def make(script: dict[tuple[int, int], str], group: dict | None, years: int = 6,
              policy_change: dict | None = None):
-        data = experiments.data()
-        data["years"] = years
-        data["memory"]["engine"] = "none"
-        data["population"] = {"source": "test", "file": "pop.csv"}
-        data["hazard"] = {"source": "test", "mode": "fixed", "events": [
-            {"year": y, "depth_m": {"high": 1.0, "low": 1.0}} for y in (2, 4, 6)],
-            "zones": {"high": {"annual_probability": 0.02, "median_depth_m": 0.3},
-                      "low": {"annual_probability": 0.002, "median_depth_m": 0.2}}}
-        data["network"] = {"kind": "ring", "k": 2}
-        del data["insurance"]["mandatory_purchase"]
+        data = small_world(experiments, POP_ROWS, years,
+                           {y: {"high": 1.0, "low": 1.0} for y in (2, 4, 6)})
         data["finance"]["aid"]["probability"] = 1.0
         data["finance"]["aid"]["group_policy"] = group
         if group is None:
             del data["finance"]["aid"]["group_policy"]
         if policy_change is not None:
             data["policy_change"] = policy_change
-        maker = Scripted(script)
-        return FloodModel(experiments.config(data=data), maker), maker
+        return scripted(experiments, data, script)
 
     return make
 

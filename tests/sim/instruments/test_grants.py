@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from governed_broker.config.world import ElevationConfig
 from governed_broker.sim import FloodModel
 from governed_broker.sim.instruments.grants import grants_funded, subsidy_offers
-from tests.sim.test_model import POP_HEADER, Scripted, run
+from tests.sim.instruments.small_world import scripted, small_world
+from tests.sim.test_model import run
 
 #: Five owners who may elevate (incomes 90k, 30k, 60k, 20k, 45k) and a renter.
 POP_ROWS = [
@@ -35,19 +36,10 @@ def _elevation(**kw) -> ElevationConfig:
 
 @pytest.fixture
 def world(experiments):
-    (experiments.tmp_path / "pop.csv").write_text(
-        "# synthetic test population\n" + POP_HEADER + "\n" + "\n".join(POP_ROWS) + "\n")
-
     def make(script: dict[tuple[int, int], str], years: int = 2, **elevation):
-        data = experiments.data()
-        data["years"] = years
-        data["memory"]["engine"] = "none"
-        data["population"] = {"source": "test", "file": "pop.csv"}
-        data["network"] = {"kind": "ring", "k": 2}
-        data["insurance"].pop("mandatory_purchase", None)
+        data = small_world(experiments, POP_ROWS, years)
         data["elevation"].update(elevation)
-        maker = Scripted(script)
-        return FloodModel(experiments.config(data=data), maker), maker
+        return scripted(experiments, data, script)
 
     return make
 

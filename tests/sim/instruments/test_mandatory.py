@@ -11,9 +11,9 @@ import pytest
 
 from governed_broker.config import ConfigError
 from governed_broker.config.world import MandatoryPurchaseConfig
-from governed_broker.sim import FloodModel
 from governed_broker.sim.instruments.mandatory import draw_required, with_insurance
-from tests.sim.test_model import POP_HEADER, Scripted, run
+from tests.sim.instruments.small_world import scripted, small_world
+from tests.sim.test_model import run
 
 POP_ROWS = [
     "owner,high,60000,100000,200000,100000,False,False,0.3,0.5",   # 1: required
@@ -33,24 +33,11 @@ def _config(**kw) -> dict:
 
 @pytest.fixture
 def world(experiments):
-    (experiments.tmp_path / "pop.csv").write_text(
-        "# synthetic test population\n" + POP_HEADER + "\n" + "\n".join(POP_ROWS) + "\n")
-
     def make(script: dict[tuple[int, int], str], mandatory: dict | None, years: int = 3):
-        data = experiments.data()
-        data["years"] = years
-        data["memory"]["engine"] = "none"
-        data["population"] = {"source": "test", "file": "pop.csv"}
-        data["hazard"] = {"source": "test", "mode": "fixed", "events": [
-            {"year": 2, "depth_m": {"high": 1.0}}],
-            "zones": {"high": {"annual_probability": 0.02, "median_depth_m": 0.3},
-                      "low": {"annual_probability": 0.002, "median_depth_m": 0.2}}}
-        data["network"] = {"kind": "ring", "k": 2}
-        data["insurance"]["mandatory_purchase"] = mandatory
-        if mandatory is None:
-            del data["insurance"]["mandatory_purchase"]
-        maker = Scripted(script)
-        return FloodModel(experiments.config(data=data), maker), maker
+        data = small_world(experiments, POP_ROWS, years, {2: {"high": 1.0}})
+        if mandatory is not None:
+            data["insurance"]["mandatory_purchase"] = mandatory
+        return scripted(experiments, data, script)
 
     return make
 
