@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The default arms: as shipped (no variable set), and libgomp's own default (3 ms of spinning
-#: per wait, what every run had before the backend chose the passive policy).
+#: The default arms: as shipped (no variable set), and libgomp's own default (300,000 spins
+#: per wait, its documented default: what every run had before the backend chose to sleep).
 DEFAULT_ARMS = ("shipped:", "libgomp-default:GOMP_SPINCOUNT=300000")
 
 

@@ -24,11 +24,11 @@ card's key.
 
 How the threads wait for each other does not change a reply, and is in neither key (it is in
 the backend's info): the runtime is an OpenMP build, and libgomp's default makes a waiting
-thread spin for about 3 ms before it sleeps. On a machine whose cores are busy with other work
-that spinning holds a core the other thread needs, and a call became several times slower; so
-the backend has libgomp load with waiting threads that sleep (``OMP_WAIT_POLICY=PASSIVE``)
-unless the environment already says how they wait (``THREAD_WAIT``; docs/llm_backends.md has
-the measurements).
+thread spin (300,000 spins, its documented ``GOMP_SPINCOUNT`` default) before it sleeps. On a
+machine whose cores are busy with other work that spinning holds a core the other thread needs,
+and a call became several times slower; so the backend has libgomp load with waiting threads
+that sleep (``OMP_WAIT_POLICY=PASSIVE``) unless the environment already says how they wait
+(``THREAD_WAIT``; docs/llm_backends.md has the measurements).
 """
 
 from __future__ import annotations
