@@ -12,7 +12,8 @@ tokens, and the machine's load (``uptime``) before and after, with the number of
     python benchmarks/bench_demo.py --json out.json       # the figures as JSON too
 
 Busy processes are Python loops (``--busy N``), started before the run and stopped after it.
-Run it under the shared lock on a shared machine (``flock /work/notes/heavy.lock ...``).
+Timings are only comparable on a machine doing nothing else; on a shared machine, run heavy jobs
+one at a time (e.g. ``flock /tmp/heavy.lock python benchmarks/...``) and report the load.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ An arm is ``NAME:VAR=VALUE,VAR=VALUE`` (``NAME:`` adds nothing to the environmen
 pseudo-variable ``threads=N`` sets that arm's thread count instead of ``--threads`` (replies
 differ between thread counts, so they are compared within one count). The ``OMP_*``/``GOMP_*``
 variables of this process are removed from every arm first.
-Run it under the shared lock on a shared machine (``flock /work/notes/heavy.lock ...``).
+Timings are only comparable on a machine doing nothing else; on a shared machine, run heavy jobs
+one at a time (e.g. ``flock /tmp/heavy.lock python benchmarks/...``) and report the load.
 """
 
 from __future__ import annotations
