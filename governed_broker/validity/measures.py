@@ -39,6 +39,10 @@ from governed_broker.validity.battery import (
 from governed_broker.validity.plan import BatteryPlan
 from governed_broker.validity.probe import Reply
 
+#: The test families that measure a response to the facts (a card needs one primary verdict
+#: of theirs: order invariance alone is passed by a respondent deaf to every fact).
+RESPONSIVENESS = ("directional", "persona", "retest")
+
 #: The outcomes of a test, and what ``passed`` holds for each.
 OUTCOMES_OF_TESTS = {"pass": True, "fail": False, "inconclusive": None,
                      "not_informative": None, "not_measurable": None}

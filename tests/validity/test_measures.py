@@ -42,3 +42,17 @@ def test_a_fail_needs_evidence_and_verdicts_leave_out_what_cannot_fail() -> None
     assert verdict(judge([_result("a", 0.001)], 0.05)) == \
         (True, "passed: all 1 primary tests passed")
     assert verdict([_result("d", None, None, outcome="not_informative")])[0] is False
+
+
+def test_the_order_test_alone_never_passes_a_card() -> None:
+    # the prompts state none of the directional facts: only the order test can give a verdict,
+    # and a respondent deaf to every fact passes it
+    order = TestResult(name="action_order_invariance", family="invariance", kind="invariance",
+                       primary=True, outcome="pass", statistic=0.0,
+                       statistic_name="total_variation", lower=0.0, upper=0.05, threshold=0.25,
+                       comparison="<", criterion="", n=162, p_value=0.001, p_fail=1.0)
+    left_out = _result("threat_rises_with_depth", None, None, outcome="not_informative")
+    passed, text = verdict([order, left_out])
+    assert passed is False
+    assert text.startswith("not passed: no primary test of a response to the facts")
+    assert verdict([order, _result("threat_rises_with_depth", 0.001, outcome="pass")])[0]
