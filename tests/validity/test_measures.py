@@ -6,8 +6,13 @@ tests that can give one.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from governed_broker.validity.battery import LaunderingTest
 from governed_broker.validity.card import verdict
-from governed_broker.validity.measures import TestResult, judge
+from governed_broker.validity.measures import Readout, TestResult, judge, laundering
+from governed_broker.validity.plan import Sizing
+from governed_broker.validity.probe import Reply
 
 
 def _result(name: str, p: float | None, p_fail: float | None = 0.5, primary: bool = True,
@@ -56,3 +61,31 @@ def test_the_order_test_alone_never_passes_a_card() -> None:
     assert passed is False
     assert text.startswith("not passed: no primary test of a response to the facts")
     assert verdict([order, _result("threat_rises_with_depth", 0.001, outcome="pass")])[0]
+
+
+def _blocked(replicate: int, final_action: str | None, status: str) -> Reply:
+    return Reply(vignette="t", replicate=replicate, agent_id=replicate, threat="VH", coping="H",
+                 action="do_nothing", reason="We will wait and see.", blocked=True,
+                 status=status, final_action=final_action, final_threat="VH",
+                 final_coping="H")
+
+
+def test_unreadable_blocks_are_no_evidence_against_laundering() -> None:
+    # 16 blocked triggers whose re-asks never gave a readable reply: no evidence either way,
+    # not a laundering rate of 0 that passes the test
+    test = LaunderingTest(name="governance_laundering", family="governance", kind="laundering",
+                          max_rate=0.5, design_rate=0.2, rationale="r",
+                          triggers=[{"set": {}, "reply": {
+                              "threat": "VH", "coping": "H", "effect": "none",
+                              "threat_reason": "x", "coping_reason": "x", "reason": "x"}}])
+    plan = SimpleNamespace(sizes={test.name: Sizing(16, 16, 15, 0.8, 0.05)},
+                           triggers={test.name: ["t"]}, main_vignettes=lambda: [])
+    read = Readout.__new__(Readout)
+    read.plan = plan
+    read.by_vignette = {"t": [_blocked(r, None, "parse_failed") for r in range(16)]}
+    result = judge([laundering(test, read, 0.05)], 0.05)[0]
+    assert result.n == 0 and result.outcome == "not_measurable", result
+    assert "16 blocked proposal(s) ended in no readable reply" in result.note
+    read.by_vignette["t"][-1] = _blocked(15, "do_nothing", "rejected")  # held on: readable
+    held = judge([laundering(test, read, 0.05)], 0.05)[0]
+    assert held.n == 1 and held.statistic == 0.0 and "15 blocked" in held.note
