@@ -295,7 +295,7 @@ def retest(test: RetestTest, read: Readout, alpha: float, resamples: int,
     agreement index.
     """
     k = read.plan.sizes[test.name].per_vignette
-    rows, agreement, allowed = [], [], []
+    rows, agreement, allowed, incomplete = [], [], [], 0
     for key in read.plan.grids[test.name]:
         replies = read.replies(key, k)
         values = [read.value(r, test.measure) for r in replies]
@@ -307,6 +307,8 @@ def retest(test: RetestTest, read: Readout, alpha: float, resamples: int,
         elif len(values) == k:  # ICC needs a complete table
             rows.append(values)
             agreement.append(stats.rwg([float(v) for v in values], len(read.scale)))
+        else:
+            incomplete += 1
     n = sum(len(row) for row in rows)
     if test.measure == "decision":
         name = "krippendorff_alpha"
@@ -321,6 +323,9 @@ def retest(test: RetestTest, read: Readout, alpha: float, resamples: int,
     elif evidence.estimate is None:
         note = (f"every reply gave the same {test.measure}: the replies do not tell the "
                 "vignettes apart")
+    if incomplete:  # which vignettes drop out may depend on the model: say so
+        note = " ".join([note, f"{incomplete} of {len(read.plan.grids[test.name])} grid "
+                         f"vignettes left out: fewer than {k} readable replies"]).strip()
     index = stats.mean_evidence(agreement, 0.0, alpha)
     detail = {"measure": test.measure, "vignettes": len(rows), "k": k, "grid": test.grid,
               "agreement": {"index": "bennett_s" if test.measure == "decision" else "rwg",

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from governed_broker.validity.battery import LaunderingTest
+from governed_broker.validity.battery import LaunderingTest, RetestTest
 from governed_broker.validity.card import verdict
-from governed_broker.validity.measures import Readout, TestResult, judge, laundering
+from governed_broker.validity.measures import Readout, TestResult, judge, laundering, retest
 from governed_broker.validity.plan import Sizing
 from governed_broker.validity.probe import Reply
 
@@ -89,3 +89,27 @@ def test_unreadable_blocks_are_no_evidence_against_laundering() -> None:
     read.by_vignette["t"][-1] = _blocked(15, "do_nothing", "rejected")  # held on: readable
     held = judge([laundering(test, read, 0.05)], 0.05)[0]
     assert held.n == 1 and held.statistic == 0.0 and "15 blocked" in held.note
+
+
+def test_retest_says_how_many_grid_vignettes_it_left_out() -> None:
+    test = RetestTest(name="retest_threat", family="retest", kind="retest",
+                      grid={"savings_usd": [5000, 200000]}, measure="threat",
+                      smallest_effect=0.3, rationale="r")
+    plan = SimpleNamespace(sizes={test.name: Sizing(2, 6, None, None, 0.05)},
+                           grids={test.name: ["a", "b", "c"]})
+    read = Readout.__new__(Readout)
+    read.plan, read.scale = plan, ["VL", "L", "M", "H", "VH"]
+    read.ranks = {label: i for i, label in enumerate(read.scale)}
+
+    def reply(key: str, replicate: int, threat: str | None) -> Reply:
+        return Reply(vignette=key, replicate=replicate, agent_id=replicate, threat=threat,
+                     coping="M", action=None if threat is None else "do_nothing", reason="",
+                     blocked=False, status="approved", final_action="do_nothing",
+                     final_threat=threat, final_coping="M")
+
+    read.by_vignette = {"a": [reply("a", 0, "VL"), reply("a", 1, "L")],
+                        "b": [reply("b", 0, "VH"), reply("b", 1, "H")],
+                        "c": [reply("c", 0, "M"), reply("c", 1, None)]}  # one unreadable
+    result = retest(test, read, 0.05, 100, 1)
+    assert result.detail["vignettes"] == 2 and result.n == 4
+    assert "1 of 3 grid vignettes left out: fewer than 2 readable replies" in result.note
