@@ -228,7 +228,10 @@ class RuleRespondent:
         coping = _rank(facts.room_usd / max(facts.income_usd, 1.0), ROOM_SHARE_BOUNDS)
         chance = perceived_chance(facts.chance, facts.years_since_flood)
         crf = DISCOUNT_RATE / (1.0 - (1.0 + DISCOUNT_RATE) ** -HORIZON_YEARS)
-        open_ = [o for o in facts.offers if o.affordable] or list(facts.offers[:1])
+        open_ = [o for o in facts.offers if o.affordable]
+        if not open_:  # never fall back on the listing: the rule ignores the order
+            raise LLMError("reference respondent: the prompt offers no action the household "
+                           "can pay for this year (not even one that costs nothing)")
         best = min(open_, key=lambda o: ((o.cost_usd * crf if o.one_off else o.cost_usd)
                                          + chance * o.flood_cost_usd, o.cost_usd, o.action))
         return RuleReply(threat, coping, best.action)
@@ -265,10 +268,18 @@ def _schema_enum(schema: Mapping[str, Any] | None, *path: str) -> list[str]:
 
 
 def _listed(request: LLMRequest, allowed: Sequence[str]) -> list[str]:
-    """The offered actions in the order the prompt lists them (the schema's otherwise)."""
+    """The offered actions in the order the prompt lists them.
+
+    Raises:
+        LLMError: the prompt does not list exactly the schema's actions in the shipped wording
+            (the order-follower would silently follow the schema's order instead).
+    """
     prompt = _household_prompt(request)
     listed = [m.group(1) for m in _OFFER.finditer(prompt)]
-    return listed if sorted(listed) == sorted(allowed) else list(allowed)
+    if sorted(listed) != sorted(allowed):
+        raise LLMError(f"reference respondent: the prompt lists {', '.join(listed) or 'no action'}"
+                       f" in {_WORDING}, but the reply schema offers {', '.join(allowed)}")
+    return listed
 
 
 def _household_prompt(request: LLMRequest) -> str:

@@ -29,6 +29,7 @@ from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.llm.sampling import resolve_sampling
 from governed_broker.validity.battery import Battery
+from governed_broker.validity.measures import RESPONSIVENESS
 from governed_broker.validity.plan import BatteryPlan
 from governed_broker.validity.probe import battery_experiment, synonym_context
 from governed_broker.validity.situations import SituationBuilder
@@ -135,18 +136,23 @@ def card_key(experiment: ResolvedExperiment, plan: BatteryPlan) -> str:
 def verdict(results: list[TestResult]) -> tuple[bool, str]:
     """Whether the card passes, and why in one sentence.
 
-    It passes when every primary test that can give a verdict passes (at least one must); not
-    informative primary tests are left out, and said so.
+    It passes when every primary test that can give a verdict passes, at least one of them a
+    test of a response to the facts (``measures.RESPONSIVENESS``: a respondent deaf to every
+    fact passes the order test); not informative primary tests are left out, and said so.
     """
     primary = [r for r in results if r.primary]
     judged = [r for r in primary if r.outcome != "not_informative"]
     left_out = [r.name for r in primary if r.outcome == "not_informative"]
     short = [f"{r.name} ({r.outcome.replace('_', ' ')})" for r in judged if r.outcome != "pass"]
-    passed = bool(judged) and not short
+    responsive = any(r.family in RESPONSIVENESS for r in judged)
+    passed = responsive and not short
     if passed:
         text = f"passed: all {len(judged)} primary tests passed"
     elif not judged:
         text = "not passed: no primary test could give a verdict"
+    elif not responsive:
+        text = ("not passed: no primary test of a response to the facts ("
+                f"{', '.join(RESPONSIVENESS)}) could give a verdict")
     else:
         text = f"not passed: {len(short)} of {len(judged)} primary tests did not pass: " + \
             ", ".join(short)

@@ -70,6 +70,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.reference is not None:
         names = _reference_names(args.reference)
         if args.seeds > 1 or len(names) > 1 or args.calibration is not None:
+            ignored = [flag for flag, on in (("--budget", args.budget), ("--quick", args.quick),
+                                             ("--out", args.out is not None),
+                                             ("--overwrite", args.overwrite)) if on]
+            if ignored:
+                raise ConfigError(f"{', '.join(ignored)}: not for the reference table (several "
+                                  "respondents, --seeds above 1 or --calibration), which runs "
+                                  "the whole battery once per respondent and seed and writes "
+                                  "no output directory; ask one respondent for those")
             return _reference_table(experiment, names, args)
         from governed_broker.validity.reference import reference_experiment
 

@@ -39,6 +39,10 @@ from governed_broker.validity.battery import (
 from governed_broker.validity.plan import BatteryPlan
 from governed_broker.validity.probe import Reply
 
+#: The test families that measure a response to the facts (a card needs one primary verdict
+#: of theirs: order invariance alone is passed by a respondent deaf to every fact).
+RESPONSIVENESS = ("directional", "persona", "retest")
+
 #: The outcomes of a test, and what ``passed`` holds for each.
 OUTCOMES_OF_TESTS = {"pass": True, "fail": False, "inconclusive": None,
                      "not_informative": None, "not_measurable": None}
@@ -291,7 +295,7 @@ def retest(test: RetestTest, read: Readout, alpha: float, resamples: int,
     agreement index.
     """
     k = read.plan.sizes[test.name].per_vignette
-    rows, agreement, allowed = [], [], []
+    rows, agreement, allowed, incomplete = [], [], [], 0
     for key in read.plan.grids[test.name]:
         replies = read.replies(key, k)
         values = [read.value(r, test.measure) for r in replies]
@@ -303,6 +307,8 @@ def retest(test: RetestTest, read: Readout, alpha: float, resamples: int,
         elif len(values) == k:  # ICC needs a complete table
             rows.append(values)
             agreement.append(stats.rwg([float(v) for v in values], len(read.scale)))
+        else:
+            incomplete += 1
     n = sum(len(row) for row in rows)
     if test.measure == "decision":
         name = "krippendorff_alpha"
@@ -317,6 +323,9 @@ def retest(test: RetestTest, read: Readout, alpha: float, resamples: int,
     elif evidence.estimate is None:
         note = (f"every reply gave the same {test.measure}: the replies do not tell the "
                 "vignettes apart")
+    if incomplete:  # which vignettes drop out may depend on the model: say so
+        note = " ".join([note, f"{incomplete} of {len(read.plan.grids[test.name])} grid "
+                         f"vignettes left out: fewer than {k} readable replies"]).strip()
     index = stats.mean_evidence(agreement, 0.0, alpha)
     detail = {"measure": test.measure, "vignettes": len(rows), "k": k, "grid": test.grid,
               "agreement": {"index": "bennett_s" if test.measure == "decision" else "rwg",
@@ -367,11 +376,18 @@ def laundering(test: LaunderingTest, read: Readout, alpha: float) -> TestResult:
                for r in read.replies(v.key, v.replicates) if r.blocked]
     counts = {"trigger": Counter(outcome(r) for r in triggered),
               "model": Counter(outcome(r) for r in natural)}
-    n = len(triggered) + len(natural)
+    # a block that ended in no readable reply says nothing about laundering: not in the rate
+    unreadable = counts["trigger"]["unreadable"] + counts["model"]["unreadable"]
+    n = len(triggered) + len(natural) - unreadable
     laundered = counts["trigger"]["changed_labels_only"] + counts["model"]["changed_labels_only"]
     evidence = stats.rate_evidence(laundered, n, test.max_rate, alpha)
-    note = "" if n else ("no proposal was blocked: under this profile no ERROR rule fires on "
-                         "the triggers (is governance.profile 'disabled'?)")
+    note = ""
+    if not triggered and not natural:
+        note = ("no proposal was blocked: under this profile no ERROR rule fires on the "
+                "triggers (is governance.profile 'disabled'?)")
+    elif unreadable:
+        note = (f"{unreadable} blocked proposal(s) ended in no readable reply and are left out "
+                "of the rate")
     detail = {src: {o: c[o] for o in OUTCOMES} for src, c in counts.items()}
     return _result(test, k, read.plan, statistic=None if evidence is None else
                    evidence.estimate, statistic_name="laundering_rate", **_bounds(evidence),

@@ -23,6 +23,7 @@ from typing import Any
 
 from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
 from governed_broker.validity.card import battery_sha256, verdict
+from governed_broker.validity.measures import RESPONSIVENESS
 from governed_broker.validity.plan import BatteryPlan
 from governed_broker.validity.validate import prepare, run_battery
 
@@ -31,8 +32,6 @@ RESPONDENTS = ("deaf", "random", "seed", "order:0.45", "rule", "noisy_rule:0.25"
 #: The respondents with no response to the facts: any pass of theirs on a responsiveness
 #: test is a false pass.
 NULL_RESPONDENTS = ("deaf", "random", "seed")
-#: The test families that measure a response to the facts.
-RESPONSIVENESS = ("directional", "persona", "retest")
 
 
 def reference_experiment(experiment: ResolvedExperiment, name: str) -> ResolvedExperiment:

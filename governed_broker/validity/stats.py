@@ -86,7 +86,7 @@ def correlation_evidence(x: Sequence[float], y: Sequence[float], threshold: floa
     The interval is Fisher's z with Bonett & Wright's (2000) variance for Spearman's rho,
     (1 + rho^2 / 2) / (n - 3). Replies that all give the same value carry no rank association:
     rho is taken as 0 with the interval of that ``n`` (a constant answer is evidence of no
-    response, not of none of the data). None when ``x`` is constant or ``n < 4``.
+    response, not missing data). None when ``x`` is constant or ``n < 4``.
     """
     n = len(x)
     if n < 4 or len(set(x)) < 2:
@@ -271,9 +271,10 @@ def rate_evidence(hits: int, n: int, threshold: float, alpha: float) -> Evidence
 
 
 def mean_evidence(values: Sequence[float], threshold: float, alpha: float) -> Evidence | None:
-    """A mean against ``threshold`` with Student-t bounds (None with fewer than 2 values.
+    """A mean against ``threshold`` with Student-t bounds.
 
-    No spread: the bounds close on the mean).
+    None with fewer than 2 values. With no spread the bounds close on the mean, and a mean
+    equal to ``threshold`` is evidence of neither side (both p-values 1).
     """
     n = len(values)
     if n < 2:
@@ -281,8 +282,8 @@ def mean_evidence(values: Sequence[float], threshold: float, alpha: float) -> Ev
     mean = float(np.mean(values))
     se = float(np.std(values, ddof=1)) / math.sqrt(n)
     if se <= 1e-12:
-        above = mean > threshold
-        return Evidence(mean, mean, mean, 0.0 if above else 1.0, 1.0 if above else 0.0)
+        return Evidence(mean, mean, mean, 0.0 if mean > threshold else 1.0,
+                        0.0 if mean < threshold else 1.0)
     t = (mean - threshold) / se
     crit = _scipy.t.ppf(1 - alpha, n - 1)
     return Evidence(mean, mean - crit * se, mean + crit * se, float(_scipy.t.sf(t, n - 1)),

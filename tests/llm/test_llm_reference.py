@@ -7,6 +7,7 @@ depend on exactly what they should.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,21 @@ def test_the_configuration_names_a_reference_respondent(experiments) -> None:
     assert good.llm.model == "order:0.45"
     with pytest.raises(ConfigError, match="names no reference respondent"):
         experiments.config(["decision.maker=llm", "llm.backend=reference", "llm.model=oracle"])
+
+
+def test_the_reference_respondents_never_fall_back_on_the_listing(world) -> None:
+    request, _ = _request(world)
+    # an action the prompt lists in other words: the order-follower cannot tell which comes
+    # first, and says so instead of following the schema's order
+    prompt = request.messages[1]["content"]
+    first = read_prompt(prompt).offers[0].action
+    reworded = prompt.replace(f"- {first}: ", f"- {first} (see above): ", 1)
+    messages = [request.messages[0], {**request.messages[1], "content": reworded}]
+    odd = LLMRequest.of(messages, json_schema=request.json_schema, seed=1)
+    with pytest.raises(LLMError, match="but the reply schema offers"):
+        _reply("random", odd)
+    # nothing affordable: the rule has no choice of its own, and does not take the first listed
+    facts = read_prompt(prompt)
+    broke = replace(facts, offers=tuple(replace(o, affordable=False) for o in facts.offers))
+    with pytest.raises(LLMError, match="no action the household can pay for"):
+        RuleRespondent().answer(broke)

@@ -98,3 +98,12 @@ def test_unknown_reference_respondent_is_a_configuration_error(tmp_path, capsys)
     assert main(["validate", str(REPO / "experiments" / "demo.yaml"), "--reference",
                  "psychic", "--budget"]) == 2
     assert "unknown reference respondent 'psychic'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", [["--budget"], ["--quick"], ["--out", "somewhere"]])
+def test_the_reference_table_refuses_flags_it_would_ignore(flag, capsys) -> None:
+    # the table runs every respondent's whole battery: --budget must not start it, and --quick
+    # or --out must not be dropped in silence
+    assert main(["validate", str(REPO / "experiments" / "demo.yaml"), "--reference",
+                 "deaf,random", *flag]) == 2
+    assert f"{flag[0]}: not for the reference table" in capsys.readouterr().err

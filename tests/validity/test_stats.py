@@ -123,3 +123,21 @@ def test_total_variation_is_a_bounded_symmetric_distance(a: list[str], b: list[s
     assert 0.0 <= tv <= 1.0 + 1e-12
     assert tv == pytest.approx(stats.total_variation(b, a))
     assert stats.total_variation(a, list(reversed(a))) == pytest.approx(0.0)
+
+
+def test_mean_without_spread_at_the_threshold_is_evidence_of_neither_side() -> None:
+    # every vignette's agreement exactly at the threshold: neither above nor below it
+    e = stats.mean_evidence([0.0, 0.0, 0.0], 0.0, 0.05)
+    assert (e.estimate, e.lower, e.upper) == (0.0, 0.0, 0.0)
+    assert (e.p_above, e.p_below) == (1.0, 1.0)
+    above = stats.mean_evidence([0.5, 0.5], 0.0, 0.05)
+    assert (above.p_above, above.p_below) == (0.0, 1.0)
+    below = stats.mean_evidence([-0.5, -0.5], 0.0, 0.05)
+    assert (below.p_above, below.p_below) == (1.0, 0.0)
+    # with spread: Student-t, as scipy's one-sample t test
+    from scipy import stats as sp
+    values = [0.1, 0.4, -0.2, 0.3]
+    spread = stats.mean_evidence(values, 0.0, 0.05)
+    assert spread.p_above == pytest.approx(sp.ttest_1samp(values, 0.0,
+                                                          alternative="greater").pvalue)
+
