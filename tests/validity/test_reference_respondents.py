@@ -107,3 +107,18 @@ def test_the_reference_table_refuses_flags_it_would_ignore(flag, capsys) -> None
     assert main(["validate", str(REPO / "experiments" / "demo.yaml"), "--reference",
                  "deaf,random", *flag]) == 2
     assert f"{flag[0]}: not for the reference table" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["deaf", "rule"])
+def test_a_fresh_card_agrees_with_the_shipped_calibration(cards, name) -> None:
+    """The deaf and the rule respondents end every test the same way in all calibration seeds.
+
+    A change to the code that judges the tests or answers as a respondent, made without
+    regenerating configs/validity/calibration.json, shows here as another outcome.
+    """
+    shipped = json.loads((REPO / "configs" / "validity" / "calibration.json").read_text())
+    recorded = shipped["outcomes"][name]
+    fresh = {t["name"]: t["outcome"] for t in cards(name)["tests"]}
+    assert set(fresh) == set(recorded)
+    for test, counts in recorded.items():
+        assert counts == {fresh[test]: shipped["runs"]}, (test, counts, fresh[test])
