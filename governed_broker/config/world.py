@@ -384,10 +384,19 @@ class MandatoryPurchaseConfig(StrictModel):
 
     Each owner of a named zone is drawn once (seeded): its mortgage requires insurance with
     probability ``mortgage_share``, and a required household's lender enforces the requirement
-    with probability ``compliance_share``. An enforced household is insured every year it stays:
-    when its own choice does not insure, the lender renews the policy and charges the premium
-    (``lender_placed``), unless the household cannot pay it on top of its choice. A requirement
-    that is not enforced changes nothing: that household insures by its own choice only.
+    while its second draw is below the year's compliance, ``compliance_share`` in the first
+    year and ``compliance_change_per_year`` more each later year (within 0..1): a falling
+    compliance releases households from the requirement one by one and never takes one back.
+    An enforced household is insured every year it stays: when its own choice does not
+    insure, the lender renews the policy and charges the premium (``lender_placed``), unless
+    the household cannot pay it on top of its choice. A requirement that is not enforced
+    changes nothing: that household insures by its own choice only.
+
+    Households whose lender enforces the requirement in the first year start the run insured;
+    the population's initial insured share of each zone and tenure is kept (the others keep
+    their policies only as far as it leaves room), so ``population.generate.initial_insured``
+    of an owner of these zones must be at least ``mortgage_share * compliance_share``
+    (checked at load; ``sim.instruments.mandatory``).
     """
 
     source: Source
@@ -396,8 +405,16 @@ class MandatoryPurchaseConfig(StrictModel):
     mortgage_share: Share = Field(description=(
         "share of the zones' owners whose mortgage requires flood insurance"))
     compliance_share: Share = Field(description=(
-        "share of required households whose lender enforces the requirement; the others may "
-        "let the policy lapse"))
+        "share of required households whose lender enforces the requirement in the first "
+        "year; the others may let the policy lapse"))
+    compliance_change_per_year: UnitStep = Field(default=0.0, description=(
+        "change of the enforced share each later year (negative: enforcement fades; 0, the "
+        "default: constant, the requirement as it was first modelled)"))
+
+    def compliance_in(self, year: int) -> float:
+        """The share of required households whose lender enforces it in ``year`` (1-based)."""
+        return min(1.0, max(0.0, self.compliance_share
+                            + self.compliance_change_per_year * (year - 1)))
 
 
 class PreferredBand(StrictModel):
