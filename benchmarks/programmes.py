@@ -9,7 +9,9 @@ Student-t interval across the replicate seeds:
 
 1. premiums (``experiments/risk_rating.yaml``): the mean premium per policy bought (the
    household's or its lender's, ``premium_usd`` of households insured for next year), per
-   pricing arm and zone, and the risk-based arm's change against legacy pricing, seed by seed;
+   pricing arm, zone and year, the risk-based arm's change against legacy pricing over years
+   11-20, seed by seed, and its rise from year 11 to year 13 (set against the NFIP's US mean
+   premium per policy, 2022 -> 2024);
 2. elevation grants (``experiments/subsidy_budget.yaml``): per arm, the grants paid a year
    against the annual budget, and how many households chose an elevating action;
 3. buyouts (``experiments/policy_buyout.yaml``, its ``buyout`` arm): households offered a
@@ -67,20 +69,38 @@ def per_seed(agents: pd.DataFrame, runs: pd.DataFrame, case: str,
     return out
 
 
+def _mean_premium(a: pd.DataFrame) -> float:
+    """Mean premium per policy bought (households insured for next year that paid one)."""
+    held = a[a["insured_after"].astype(bool) & (a["premium_usd"] > 0)]
+    return float(held["premium_usd"].mean()) if len(held) else float("nan")
+
+
 def premiums(agents: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
-    """Section 1: mean premium per policy bought, by arm and zone."""
+    """Section 1: mean premium per policy bought, by arm, zone and year."""
     lines = ["1. mean premium per policy bought (USD; households insured for next year), "
-             "risk_rating.yaml"]
+             "risk_rating.yaml: by year, and the risk-based arm against legacy over years "
+             "11-20"]
+    years = [1, 10, 11, 12, 13, 20]
     for zone in sorted(agents["flood_zone"].unique()):
-        def mean_premium(a: pd.DataFrame, zone: str = zone) -> float:
-            held = a[(a["flood_zone"] == zone) & a["insured_after"].astype(bool)
-                     & (a["premium_usd"] > 0)]
-            return float(held["premium_usd"].mean()) if len(held) else float("nan")
-        legacy = per_seed(agents, runs, "legacy", mean_premium)
-        risk = per_seed(agents, runs, "risk_based", mean_premium)
+        in_zone = agents[agents["flood_zone"] == zone]
+        for case in ("legacy", "risk_based"):
+            cells = []
+            for year in years:
+                values = per_seed(in_zone[in_zone["year"] == year], runs, case, _mean_premium)
+                cells.append(f"{year}: {np.nanmean(list(values.values())):.0f}")
+            lines.append(f"   {zone:<10} {case:<10} " + "  ".join(cells))
+        late = in_zone[in_zone["year"] >= 11]
+        legacy = per_seed(late, runs, "legacy", _mean_premium)
+        risk = per_seed(late, runs, "risk_based", _mean_premium)
         change = [risk[s] / legacy[s] - 1 for s in legacy if s in risk]
-        lines += [f"   {zone:<10} legacy {_interval(list(legacy.values()), 0)}   risk_based "
-                  f"{_interval(list(risk.values()), 0)}   change {_interval(change)}"]
+        lines.append(f"   {zone:<10} risk_based / legacy - 1, years 11-20: {_interval(change)}")
+    rise = []
+    for seed, value in per_seed(agents[agents["year"] == 13], runs, "risk_based",
+                                _mean_premium).items():
+        first = per_seed(agents[agents["year"] == 11], runs, "risk_based", _mean_premium)[seed]
+        rise.append(value / first - 1)
+    lines.append(f"   all zones, risk_based arm, year 11 -> 13: {_interval(rise)} (US mean "
+                 "premium per policy 2022 -> 2024: +0.194)")
     return lines
 
 
@@ -122,9 +142,13 @@ def buyouts(agents: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
             f"   accepted per run {_interval(accepted, 2)} (total {int(sum(accepted))})",
             f"   acceptance (accepted / offered) {_interval(rate)}   pooled "
             f"{sum(accepted) / max(sum(offered), 1):.3f}",
-            f"   years since the home's last flood at an offer: mean "
-            f"{np.mean(delay) if delay else float('nan'):.2f}, offers "
-            f"{len(delay)}, share in the flood's year {np.mean(np.array(delay) == 0) if delay else float('nan'):.2f}"]
+            f"   years since the home's last flood at an offer: mean {_mean(delay):.2f}, "
+            f"offers {len(delay)}, share in the flood's year "
+            f"{_mean([float(d == 0) for d in delay]):.2f}"]
+
+
+def _mean(values: list[float]) -> float:
+    return float(np.mean(values)) if values else float("nan")
 
 
 def hindcast_premiums(root: Path, work: Path) -> list[str]:

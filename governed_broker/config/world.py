@@ -491,6 +491,36 @@ class PreferredRiskConfig(StrictModel):
         return bands
 
 
+class PremiumPathConfig(StrictModel):
+    """The NFIP's premiums over the years: a legacy index and the cap on a renewal's increase.
+
+    ``sim.instruments.pricing``. ``legacy_index`` multiplies every legacy premium (rated and
+    banded, fee included) from the year it names until the next year it names (1 before the
+    first), as the NFIP's average premium per policy moved under Biggert-Waters 2012 and the
+    Homeowner Flood Insurance Affordability Act 2014. Whatever the pricing, the premium of a
+    policy renewed (the household's or its lender's, in force this year) rises at most
+    ``max_increase_share`` over what it cost last year; a new policy, and a decrease, take
+    the full premium at once (HFIAA section 5 caps an individual policy's yearly increase at
+    18 %; Risk Rating 2.0 phases in its increases within that cap and gives its decreases at
+    the first renewal).
+    """
+
+    source: Source
+    legacy_index: dict[Annotated[int, Field(ge=1, le=MAX_YEAR)],
+                       Annotated[float, Field(gt=0.0, le=100.0)]] = Field(
+        default_factory=dict, description=(
+            "simulated year -> factor on every legacy premium from that year on (1 before the "
+            "first year listed)"))
+    max_increase_share: NonNegative | None = Field(default=None, le=10.0, description=(
+        "most a renewed policy's premium may rise over last year's, as a share (0.18: 18 %); "
+        "null: no cap"))
+
+    def legacy_factor(self, year: int) -> float:
+        """The factor on legacy premiums in ``year`` (1-based)."""
+        listed = [y for y in self.legacy_index if y <= year]
+        return self.legacy_index[max(listed)] if listed else 1.0
+
+
 class InsuranceConfig(StrictModel):
     """Flood insurance (NFIP-style).
 
@@ -506,7 +536,9 @@ class InsuranceConfig(StrictModel):
     is multiplied by ``loading``, reduced by the community discount ``crs_discount`` and
     ``fee_usd`` is added; the rates stay in the file as the legacy arm of a comparison
     (``sim.money.premium_usd``). With ``preferred_risk``, legacy pricing charges the households
-    of its zones banded premiums instead (``PreferredRiskConfig``).
+    of its zones banded premiums instead (``PreferredRiskConfig``). ``premium_path`` moves the
+    premiums over the years (``PremiumPathConfig``): a policy change to ``risk_based`` pricing
+    with the path's cap phases Risk Rating 2.0's increases in.
     """
 
     source: Source
@@ -532,6 +564,9 @@ class InsuranceConfig(StrictModel):
     mandatory_purchase: MandatoryPurchaseConfig | None = None
     preferred_risk: PreferredRiskConfig | None = Field(default=None, description=(
         "legacy pricing: banded premiums in the named zones (Preferred Risk Policy-style)"))
+    premium_path: PremiumPathConfig | None = Field(default=None, description=(
+        "the premiums over the years: an index on legacy premiums, the cap on a renewal's "
+        "increase (null: premiums as rated every year)"))
 
     @model_validator(mode="after")
     def _bands_reach_the_limits(self) -> InsuranceConfig:

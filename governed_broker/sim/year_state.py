@@ -113,6 +113,10 @@ class YearState:
         buyout_usd: The price paid for a home sold to the programme (dollars; execution).
         preferred: Offered the banded premiums of ``insurance.preferred_risk``
             (``sim.instruments.pricing``; perception phase).
+        premium_factor: This year's factor on legacy premiums (``insurance.premium_path``;
+            perception phase).
+        premium_cap_usd: The most a policy may cost the household this year (dollars;
+            infinite without a cap; perception phase).
     """
 
     idx: np.ndarray
@@ -149,6 +153,8 @@ class YearState:
     buyout_price_usd: np.ndarray = field(default_factory=_none)
     buyout_usd: np.ndarray = field(default_factory=_none)
     preferred: np.ndarray = field(default_factory=_none)
+    premium_factor: np.ndarray = field(default_factory=_none)
+    premium_cap_usd: np.ndarray = field(default_factory=_none)
 
     @property
     def damage_usd(self) -> np.ndarray:
