@@ -636,13 +636,14 @@ class RelocationConfig(StrictModel):
 class BuyoutConfig(StrictModel):
     """A buyout programme (FEMA HMGP / NJ Blue Acres-style; ``sim.instruments.buyouts``).
 
-    After the year's flood and before households decide, the programme offers to buy the homes
-    of owners with repetitive losses (``min_floods`` floods at the home) or substantial damage
-    this year (structure damage of at least ``substantial_damage_share`` of the pre-flood
-    structure value), at ``price_share`` of the pre-flood structure value. Accepting is an
-    action whose effect is ``buyout`` (open only with an offer); the household leaves for good.
-    With an annual budget, offers are made in the allocation order while their prices fit it,
-    so the budget holds whatever the households choose; an offer not taken lapses with the year.
+    After a flood and before households decide, the programme offers to buy the homes of owners
+    whose home that flood left with a repetitive loss (``min_floods`` floods at the home) or
+    substantial damage (structure damage of at least ``substantial_damage_share`` of the
+    pre-flood structure value), at ``price_share`` of the pre-flood structure value. Accepting
+    is an action whose effect is ``buyout`` (open only with an offer); the household leaves for
+    good. With an annual budget, the year's new offers are made in the allocation order while
+    their prices fit it, so the budget holds whatever the households choose. An offer stays
+    open ``offer_years`` years at its price.
     """
 
     source: Source
@@ -658,6 +659,9 @@ class BuyoutConfig(StrictModel):
     allocation: Literal["first_come", "by_need"] = Field(default="first_come", description=(
         "order of the offers under a budget: first_come, a seeded random order; by_need, "
         "lowest income first"))
+    offer_years: int = Field(default=1, ge=1, le=10, description=(
+        "years an offer stays open at its price, the year it is made included (1, the "
+        "default: it lapses with the year)"))
 
 
 class GroupPolicyConfig(StrictModel):
