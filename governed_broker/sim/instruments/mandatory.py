@@ -59,13 +59,18 @@ def requirement_draws(config: MandatoryPurchaseConfig | None, zone: np.ndarray,
     return mortgaged, draws[:, 1]
 
 
+def enforced_in(config: MandatoryPurchaseConfig | None, mortgaged: np.ndarray,
+                enforcement: np.ndarray, year: int) -> np.ndarray:
+    """The mortgaged households whose lender enforces the requirement in ``year`` (1-based)."""
+    if config is None:
+        return np.zeros(len(mortgaged), dtype=bool)
+    return mortgaged & (enforcement < config.compliance_in(year))
+
+
 def draw_required(config: MandatoryPurchaseConfig | None, zone: np.ndarray, is_owner: np.ndarray,
                   seed: int, year: int = 1) -> np.ndarray:
     """Households whose lender enforces the requirement in ``year`` (``requirement_draws``)."""
-    mortgaged, enforcement = requirement_draws(config, zone, is_owner, seed)
-    if config is None:
-        return mortgaged
-    return mortgaged & (enforcement < config.compliance_in(year))
+    return enforced_in(config, *requirement_draws(config, zone, is_owner, seed), year)
 
 
 def keep_initial_share(insured: np.ndarray, required: np.ndarray, groups: np.ndarray,
@@ -126,10 +131,8 @@ class MandatoryPurchase(Instrument):
 
     def _required_in(self, year: int) -> np.ndarray:
         """The households whose lender enforces the requirement in ``year`` (this year's terms)."""
-        config = self.world.config.insurance.mandatory_purchase
-        if config is None:
-            return np.zeros(len(self._mortgaged), dtype=bool)
-        return self._mortgaged & (self._enforcement < config.compliance_in(year))
+        return enforced_in(self.world.config.insurance.mandatory_purchase, self._mortgaged,
+                           self._enforcement, year)
 
     def start(self) -> None:
         """Required households start the run insured, within each group's initial insured count.
