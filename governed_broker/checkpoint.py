@@ -145,6 +145,15 @@ class CheckpointWriter:
         }
         return _write_dir(self.work, model.year, arrays, meta)
 
+    def outputs(self) -> dict[str, dict[str, Any]]:
+        """Size and sha256 of every output file as of the last checkpoint.
+
+        The memory log, a work file, is left out. This is what the manifest records
+        (``run_dir.output_problems``).
+        """
+        return {n: {"bytes": self._sizes[n], "sha256": self._files[n].hexdigest()}
+                for n in self._sizes_now() if n != MEMORY_LOG}
+
     def _log_memory(self, model: FloodModel) -> None:
         """Append the year's memory changes to the memory log (one line per year)."""
         changes = model.memory_changes()

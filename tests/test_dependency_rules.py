@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "governed_broker"
 
 #: Floor of each top-level package or module of governed_broker (higher may import lower).
 FLOORS: dict[str, int] = {
-    "__init__": 0, "contracts": 0, "seeding": 0,
+    "__init__": 0, "contracts": 0, "seeding": 0, "progress": 0,
     "config": 1,
     "llm": 2, "memory": 2,
     "sim": 3, "cognition": 3, "rag": 3,

@@ -72,8 +72,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 from scipy import stats
 
 from governed_broker.analysis.equity import adapted_households, household_gap
@@ -81,7 +80,9 @@ from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.hindcast import tenure_median
 from governed_broker.analysis.responses import post_flood_rows
 from governed_broker.analysis.version import METRIC_VERSION, stamp
-from governed_broker.config.base import StrictModel
+from governed_broker.config.base import ConfigError, StrictModel
+from governed_broker.config.validation import validate_model
+from governed_broker.config.yamlsafe import read_yaml
 
 DEFAULT_BENCHMARKS = Path(__file__).resolve().parents[2] / "configs" / "benchmarks.yaml"
 
@@ -153,13 +154,10 @@ def load_benchmarks(path: Path | str | None = None) -> BenchmarkSet:
     path = Path(path) if path is not None else DEFAULT_BENCHMARKS
     if not path.is_file():
         raise AnalysisInputError(f"{path}: benchmarks file not found; pass --benchmarks FILE")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return BenchmarkSet.model_validate(data)
-    except yaml.YAMLError as exc:
-        raise AnalysisInputError(f"{path}: not valid YAML ({exc})") from exc
-    except ValidationError as exc:
-        raise AnalysisInputError(f"{path}: invalid benchmarks file:\n{exc}") from exc
+    try:  # bounded YAML; messages name fields and never quote the file (it may be any file)
+        return validate_model(BenchmarkSet, read_yaml(path, "benchmarks file"), path)
+    except ConfigError as exc:
+        raise AnalysisInputError(str(exc)) from exc
 
 
 @dataclass(frozen=True)

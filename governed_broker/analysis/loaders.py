@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.schema import (
@@ -34,6 +33,8 @@ from governed_broker.analysis.schema import (
     STR,
     model_columns,
 )
+from governed_broker.config.base import ConfigError
+from governed_broker.config.yamlsafe import read_yaml
 
 AGENTS_FILE = "agents_yearly.csv"
 MODEL_FILE = "model_yearly.csv"
@@ -276,9 +277,9 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise AnalysisInputError(f"{path}: not valid YAML ({exc})") from exc
+        data = read_yaml(path, "run's config.yaml")
+    except ConfigError as exc:
+        raise AnalysisInputError(str(exc)) from exc
     if not isinstance(data, dict):
         raise AnalysisInputError(f"{path}: expected a YAML mapping")
     return data

@@ -20,6 +20,7 @@ import pandas as pd
 
 from governed_broker import __version__
 from governed_broker.analysis.benchmarks import BenchmarkFit, BenchmarkSet, load_benchmarks
+from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.loaders import is_sweep_dir, load_run, load_sweep
 from governed_broker.analysis.plots import (
     figure_to_png,
@@ -366,6 +367,31 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=N
     return _page(f"Sweep report: {Path(path).name}", body)
 
 
+def _flag(out: Path | str | None) -> str:
+    return "" if out is None else "--out "
+
+
+def _check_target(target: Path, out: Path | str | None) -> None:
+    """Refuse a report file no report can be written to, before the report is made.
+
+    That is a directory (or a link to one), or an ``--out`` where no file can be written (tried
+    with a temporary file).
+    """
+    if target.is_dir():
+        raise AnalysisInputError(f"{_flag(out)}{target}: is a directory; give the report's "
+                                 f"file name, e.g. --out {target / REPORT_FILE}")
+    if out is None:
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")
+    except OSError as exc:
+        raise AnalysisInputError(f"--out {target}: cannot write the report there "
+                                 f"({exc.strerror or exc}); choose another file") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 def write_report(
     path: Path | str, out: Path | str | None = None, benchmarks: Path | str | None = None,
     targets: Path | str | None = None, progress: bool = False,
@@ -384,6 +410,8 @@ def write_report(
         The path of the written file.
     """
     path = Path(path)
+    target = Path(out) if out is not None else path / REPORT_FILE
+    _check_target(target, out)  # before the slow part
     bench = load_benchmarks(benchmarks)
     from tqdm import tqdm
 
@@ -398,9 +426,12 @@ def write_report(
             text = validity_report_html(path)
         else:
             text = run_report_html(path, bench, targets, bar)
-    target = Path(out) if out is not None else path / REPORT_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")
+    except OSError as exc:
+        raise AnalysisInputError(f"{_flag(out)}{target}: cannot write the report there "
+                                 f"({exc.strerror or exc}); choose another file") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

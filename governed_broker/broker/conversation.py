@@ -40,6 +40,24 @@ class RequestSettings:
 
 
 @dataclass(frozen=True)
+class Channel:
+    """Where a conversation's requests go, and how far it may re-ask.
+
+    Attributes:
+        backend: The LLM backend (with the run's response cache and call log).
+        request: Sampling settings of the requests.
+        budgets: The governance settings (``max_retries``, ``max_parse_retries``,
+            ``max_reports_per_retry``).
+        seed: The experiment seed; request seeds derive from it.
+    """
+
+    backend: LLMBackend
+    request: RequestSettings
+    budgets: GovernanceConfig
+    seed: int
+
+
+@dataclass(frozen=True)
 class Reading:
     """What a decider read in a reply.
 
@@ -150,12 +168,13 @@ class Conversation:
             {"role": "user", "content": feedback}]
 
 
-async def converse(conv: Conversation, decider: Decider, backend: LLMBackend,
-                   request: RequestSettings, budgets: GovernanceConfig, seed: int) -> str:
+async def converse(conv: Conversation, decider: Decider, channel: Channel) -> str:
     """Ask until a proposal is approved or a budget is exhausted.
 
     Returns the status (module documentation).
     """
+    backend, request, budgets, seed = (channel.backend, channel.request, channel.budgets,
+                                       channel.seed)
     while True:
         attempt = len(conv.attempts)
         request_seed = child_seed(seed, *conv.seed_path, attempt)

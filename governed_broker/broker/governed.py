@@ -13,13 +13,16 @@ executes them. Every decision's full story goes to ``decisions.jsonl``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from governed_broker import progress
 from governed_broker.broker.aio import LoopThread
 from governed_broker.broker.conversation import (
+    Channel,
     Conversation,
     Reading,
     RequestSettings,
@@ -122,6 +125,7 @@ class GovernedBroker:
     # -- DecisionMaker API ------------------------------------------------------------------
     def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         """Decide for every household of one year (concurrently); results in input order."""
+        progress.phase("decisions", len(situations))
         decisions = self._loop.run(self.adecide(situations))
         self.backend.flush()
         if self._audit is not None:
@@ -162,7 +166,9 @@ class GovernedBroker:
 
         async def one(situation: HouseholdSituation) -> Decision:
             async with semaphore:
-                return await self.decide_one(situation)
+                decision = await self.decide_one(situation)
+            progress.advance()
+            return decision
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -190,9 +196,10 @@ class GovernedBroker:
         seed_path = (("decision", situation.agent_id, situation.year) if sample is None else
                      ("cohort", situation.agent_id, situation.year, sample))
         conv = Conversation(prompt.messages, prompt.json_schema, seed_path, "decision")
-        status = await converse(conv, _Household(self, situation), self.backend, self.request,
-                                self.governance, self.seed)
-        return self._finish(situation, prompt, conv, status)
+        house = _Household(self, situation, prompt)
+        status = await converse(conv, house, Channel(self.backend, self.request,
+                                                     self.governance, self.seed))
+        return self._finish(house, conv, status)
 
     # -- outcome ----------------------------------------------------------------------------
     def _infeasibility(self, s: HouseholdSituation, action: str) -> str | None:
@@ -202,9 +209,8 @@ class GovernedBroker:
             return f"{action} costs more than this household's savings"
         return None
 
-    def _finish(self, s: HouseholdSituation, prompt: Prompt, conv: Conversation,
-                status: str) -> Decision:
-        reply: DecisionReply | None = conv.proposal
+    def _finish(self, house: _Household, conv: Conversation, status: str) -> Decision:
+        s, reply = house.situation, conv.proposal
         backstop = None
         if status in ("approved", "retry_approved", "unresolved"):
             assert reply is not None
@@ -213,9 +219,7 @@ class GovernedBroker:
             status = "rejected" if backstop else status
         else:
             action = self.fallback_action
-        reason = self._reason(conv, status, backstop)
-        audit = self._audit_record(s, prompt, conv, status, action, reason, backstop)
-        return Decision(
+        decision = Decision(
             agent_id=s.agent_id,
             proposed_action=conv.first_proposal.decision if conv.first_proposal else None,
             action=action,
@@ -223,10 +227,11 @@ class GovernedBroker:
             threat_label=reply.threat_appraisal.label if reply else None,
             coping_label=reply.coping_appraisal.label if reply else None,
             retries=conv.retry_count,
-            reason=reason,
+            reason=self._reason(conv, status, backstop),
             decision_maker=self.name,
-            audit=audit,
         )
+        return dataclasses.replace(decision,
+                                   audit=self._audit_record(house, conv, decision, backstop))
 
     def _reason(self, conv: Conversation, status: str, backstop: str | None) -> str:
         if backstop:
@@ -248,11 +253,9 @@ class GovernedBroker:
                     f"re-ask(s) (the rules declare on_exhausted: keep): {conv.proposal.reason}")
         return conv.proposal.reason
 
-    def _audit_record(self, s: HouseholdSituation, p: Prompt, conv: Conversation,
-                      status: str, action: str, reason: str,
+    def _audit_record(self, house: _Household, conv: Conversation, decision: Decision,
                       backstop: str | None) -> dict[str, Any]:
-        reply: DecisionReply | None = conv.proposal
-        first = conv.first_proposal
+        s, p, reply, status = house.situation, house.prompt, conv.proposal, decision.status
         record: dict[str, Any] = {
             "run_id": self.run_id,
             "year": s.year,
@@ -269,17 +272,17 @@ class GovernedBroker:
             "allowed_actions": list(s.allowed_actions),
             "action_costs_usd": dict(s.action_costs_usd),
             "affordable": dict(s.affordable),
-            "proposed_action": first.decision if first else None,
+            "proposed_action": decision.proposed_action,
             "final_proposal": reply.decision if reply else None,
-            "executed_action": action,
+            "executed_action": decision.action,
             "status": status,
             "fallback": status in FALLBACK_STATUSES,
             "unresolved_rules": [o.rule_id for o in conv.errors]
             if status == "unresolved" else [],
             "backstop": backstop,
-            "threat_label": reply.threat_appraisal.label if reply else None,
-            "coping_label": reply.coping_appraisal.label if reply else None,
-            "reason": reason,
+            "threat_label": decision.threat_label,
+            "coping_label": decision.coping_label,
+            "reason": decision.reason,
             "retries": conv.retry_count,
             "retries_by_kind": conv.retries_by_kind(),
             "rules_fired": conv.rules_fired(),
@@ -294,9 +297,11 @@ class GovernedBroker:
 class _Household:
     """The household's side of a governed conversation (``broker.conversation.Decider``)."""
 
-    def __init__(self, broker: GovernedBroker, situation: HouseholdSituation) -> None:
+    def __init__(self, broker: GovernedBroker, situation: HouseholdSituation,
+                 prompt: Prompt) -> None:
         self.broker = broker
         self.situation = situation
+        self.prompt = prompt
 
     def read(self, response: LLMResponse) -> Reading:
         """The decision reply, repaired where it can be (``cognition.repair``)."""

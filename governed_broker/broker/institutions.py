@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from governed_broker import progress
 from governed_broker.broker.aio import LoopThread
 from governed_broker.broker.conversation import (
+    Channel,
     Conversation,
     Reading,
     RequestSettings,
@@ -50,6 +51,7 @@ from governed_broker.contracts.institutions import (
     InstitutionMaker,
     InstitutionSituation,
     format_value,
+    lever_value,
 )
 from governed_broker.contracts.rules import RuleOutcome
 from governed_broker.llm.base import LLMBackend, LLMResponse
@@ -106,7 +108,9 @@ class InstitutionBroker:
     # -- InstitutionMaker API ---------------------------------------------------------------
     def decide(self, situation: InstitutionSituation) -> InstitutionDecision:
         """Ask, validate and re-ask until approved or a budget is exhausted."""
+        progress.phase("institutions", 1, label=self.institution)
         decision = self.loop.run(self.adecide(situation))
+        progress.advance()
         self.backend.flush()
         return decision
 
@@ -134,8 +138,8 @@ class InstitutionBroker:
         conv = Conversation(self.prompt(situation), self.schema(situation),
                             ("institution", self.institution, situation.year),
                             f"institution:{self.institution}")
-        status = await converse(conv, _Institution(self, situation), self.backend,
-                                self.request, self.governance, self.seed)
+        status = await converse(conv, _Institution(self, situation),
+                                Channel(self.backend, self.request, self.governance, self.seed))
         return self._finish(situation, conv, status)
 
     # -- prompt, schema, parsing ------------------------------------------------------------
@@ -192,12 +196,10 @@ class InstitutionBroker:
                 return None, {}, "the reply is not a JSON object"
         levers: dict[str, float] = {}
         for lever in situation.levers:
-            value = data.get(lever)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                return None, {}, f"lever {lever!r} must be a number, got {value!r:.60}"
-            if not math.isfinite(value):
-                return None, {}, f"lever {lever!r} must be a finite number"
-            levers[lever] = float(value)
+            try:
+                levers[lever] = lever_value(lever, data.get(lever))
+            except ValueError as exc:
+                return None, {}, str(exc)
         texts = {}
         for key in TEXT_FIELDS:
             value = data.get(key)

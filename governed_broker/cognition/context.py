@@ -1,4 +1,4 @@
-"""The PMT context builder: one household's situation -> the decision prompt (SPEC 4).
+"""The PMT context builder: one household's situation -> the decision prompt (docs/decisions.md).
 
 The prompt has a system message that is identical for every household and year (so backends
 reuse it as a cached prefix) and a user message with, in this order: identity, retrieved

@@ -7,7 +7,7 @@ sentences, never cut halfway) and checked against the memories it was drawn from
 (``cognition.insight_check``): an insight stopped by the schema's limit, or with a claim or a
 number that no source memory supports, is rejected and recorded, never stored. The others are
 stored with the engine's ``add_insight`` at a salience equal to the highest importance among
-their source memories (importance = ``insight_importance`` x salience, SPEC 3.1), so a flood
+their source memories (importance = ``insight_importance`` x salience, docs/memory.md), so a flood
 year's lessons outlast a quiet year's. Every reflection, including the failed, skipped and
 rejected ones, is written to ``reflections.jsonl``. Households reflect concurrently; insights
 are stored in agent-id order so memory ids do not depend on completion order.
@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from governed_broker import progress
 from governed_broker.cognition.context import memory_text
 from governed_broker.cognition.insight_check import unsupported
 from governed_broker.cognition.prompts import REFLECTION_TEMPLATES
@@ -156,9 +157,12 @@ class ReflectionEngine:
 
         async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:
             async with semaphore:
-                return await self._reflect_one(target, year)
+                result = await self._reflect_one(target, year)
+            progress.advance()
+            return result
 
         ordered = sorted(targets, key=lambda t: t.agent_id)
+        progress.phase("reflections", len(ordered))
         results = await asyncio.gather(*(one(t) for t in ordered))
         records = []
         for target, (record, insights) in zip(ordered, results, strict=True):
@@ -190,8 +194,11 @@ class ReflectionEngine:
 
         async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:
             async with semaphore:
-                return await self._reflect_one(target, year)
+                result = await self._reflect_one(target, year)
+            progress.advance()
+            return result
 
+        progress.phase("reflections", len(ordered))
         results = await asyncio.gather(*(one(g[0]) for g in ordered))
         records = []
         for group, (record, insights) in zip(ordered, results, strict=True):

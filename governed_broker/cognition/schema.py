@@ -1,4 +1,4 @@
-"""The structured reply of a household's decision (SPEC 4 "Response schema").
+"""The structured reply of a household's decision (docs/decisions.md "How a decision is made").
 
 A reply is a JSON object::
 

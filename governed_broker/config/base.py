@@ -130,6 +130,26 @@ def printable(text: str, limit: int) -> str:
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
+#: Names Windows reserves for devices, with or without an extension (``CON``, ``nul.txt``): a
+#: run or arm so named could not be copied to a Windows share or laptop.
+WINDOWS_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)),
+                              *(f"LPT{i}" for i in range(10))})
+
+
+def portable_name_problem(name: str) -> str | None:
+    """Why ``name`` (a run's or an arm's, which becomes a file name) is not portable, or None.
+
+    Not portable: a device name Windows reserves (``WINDOWS_RESERVED``, in any case, with or
+    without an extension) and a name ending in ``.`` or a space (which Windows drops).
+    """
+    if name.split(".")[0].upper() in WINDOWS_RESERVED:
+        return (f"{name.split('.')[0]!r} is a device name Windows reserves (CON, PRN, AUX, NUL, "
+                "COM0-9, LPT0-9), with or without an extension; choose another name")
+    if name.endswith((".", " ")):
+        return "must not end in '.' or a space (Windows drops them from file names)"
+    return None
+
+
 #: Longest configuration-error message (characters) and longest line in it. Messages are
 #: built to be short; this is the backstop for any that quotes more than it should.
 MAX_MESSAGE_CHARS = 8000

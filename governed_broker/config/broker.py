@@ -44,13 +44,13 @@ class ContextConfig(StrictModel):
             bounds retrieval; this guards the budget).
         max_reason_chars: The length a ``reason`` is asked to keep to. Short reasons save
             generation time on CPU: 100 characters is one short sentence (~18 words;
-            local_llm.md section 5 recommends ~100). The response schema's limit is three times
-            it (``cognition.sentences.hard_cap``), so that a sentence is never stopped halfway;
-            a longer reason keeps its leading whole sentences (at least the first), a recorded
-            repair.
+            docs/llm_backends.md "Measurements behind the defaults" recommends ~100). The
+            response schema's limit is three times it (``cognition.sentences.hard_cap``), so
+            that a sentence is never stopped halfway; a longer reason keeps its leading whole
+            sentences (at least the first), a recorded repair.
         appraisal_order: The order of each appraisal's fields in the reply, in the format the
             system message shows (``appraisal_<order>`` of ``household.yaml``) and in the reply
-            schema a grammar-constrained decoder follows: ``label_first`` (SPEC 4's response
+            schema a grammar-constrained decoder follows: ``label_first`` (the response
             schema) or ``reason_first``, which makes a model write its reason before it
             commits to a label (a reply-shape variant of docs/validity.md "Variants measured").
     """
@@ -102,8 +102,8 @@ class ReflectionConfig(StrictModel):
         enabled: Reflect at all (off for the ablation without reflection).
         interval_years: Reflect at the end of every n-th year (1 = every year). source: the
             lineage reflected every year (lessons_from_prior_art.md item 15).
-        n_insights: Insights asked for per household and reflection. source: SPEC 4 / seed
-            003, "3 short insights".
+        n_insights: Insights asked for per household and reflection. source:
+            docs/memory.md "Reflection" / seed 003, "3 short insights".
         max_memories: Most memories of the year shown in one reflection prompt, most
             important first. source: the lineage used 10 memories per reflection.
         max_insight_chars: The length an insight is asked to keep to (the schema allows three

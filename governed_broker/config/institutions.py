@@ -60,7 +60,13 @@ TOLERANCE = 1e-9
 
 
 def close(a: float, b: float) -> bool:
-    """Whether two amounts are equal within ``TOLERANCE``."""
+    """Whether two amounts are equal within ``TOLERANCE``.
+
+    A non-finite amount is close only to itself: the tolerance scales with the amounts, so
+    without this an infinite sum of budgets would count as "on" any limit and pass it.
+    """
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b
     return abs(a - b) <= TOLERANCE * max(1.0, abs(a), abs(b))
 
 

@@ -27,8 +27,9 @@ def sweep_runs(sweep_dir: Path) -> pd.DataFrame:
         from governed_broker.sweep.collect import index_frame, load_plan
         from governed_broker.sweep.state import SweepDir
 
+        sweep = SweepDir(sweep_dir, record_checks=False)  # the explorer writes nothing
         try:
-            index = index_frame(SweepDir(sweep_dir), load_plan(SweepDir(sweep_dir)))
+            index = index_frame(sweep, load_plan(sweep))
         except (ConfigError, ValueError, KeyError) as exc:
             raise AnalysisInputError(f"{sweep_dir / SWEEP_META}: unreadable sweep state ({exc})"
                                      ) from exc

@@ -21,8 +21,8 @@ from governed_broker.explore.charts import (
 )
 from governed_broker.explore.filters import (
     DecisionFilter,
-    fired_rule_ids,
     matching_decisions,
+    rule_ids,
     statuses,
 )
 from governed_broker.explore.layout import Layout
@@ -93,7 +93,8 @@ def ValidityCardSection(view: RunView) -> None:
     if view.card.verdict:
         _line(f"verdict: {view.card.verdict}")
     rows = [{"test": t.name, "statistic": t.statistic, "threshold": t.threshold,
-             "passed": {True: "passed", False: "FAILED", None: "not computable"}[t.passed],
+             "passed": t.outcome.replace("_", " ") if t.outcome else
+             {True: "passed", False: "FAILED", None: "not computable"}[t.passed],
              "n": t.n, "note": t.note} for t in view.card.tests]
     solara.DataFrame(pd.DataFrame(rows), items_per_page=20)
     for key, value in view.card.other.items():
@@ -304,7 +305,7 @@ def DecisionList(view: RunView, on_open: Callable[[int, int], None],
     with solara.Row():
         solara.Select("status", values=[None, *statuses(view)], value=status,
                       on_value=set_status)
-        solara.Select("rule fired", values=[None, *fired_rule_ids(view.decisions.values())],
+        solara.Select("rule fired", values=[None, *rule_ids(view)],
                       value=rule, on_value=set_rule)
         solara.Select("zone", values=[None, *sorted(agents["flood_zone"].dropna().unique())],
                       value=zone, on_value=set_zone)

@@ -176,6 +176,14 @@ class LLMBackend:
         """Counters for the run manifest (cache hits/misses, calls); empty for bare backends."""
         return {}
 
+    def reply_settings(self) -> dict[str, Any]:
+        """Settings of the backend beyond the request that change its replies.
+
+        For example the embedded model's thread count; part of the response-cache key. Empty:
+        none.
+        """
+        return {}
+
     def describe(self) -> dict[str, Any]:
         """Identity for manifests: kind, model and capabilities."""
         return {

@@ -84,6 +84,13 @@ def build_scripted(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
     return backend
 
 
+def build_reference(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
+    """A reference respondent of the validity battery (registered as ``reference``)."""
+    from governed_broker.llm.reference import ReferenceBackend
+
+    return ReferenceBackend(str(cfg.model))
+
+
 def _sampled(path: Path, index: int, choices: Any) -> Callable[[LLMRequest], Any]:
     """A scripted reply drawn from weighted ``choices`` by the request's seed.
 

@@ -14,7 +14,8 @@ from governed_broker.config.llm import LLMConfig
 from governed_broker.llm.base import Sampling
 from governed_broker.llm.catalogue import default_model_name, get_model_spec
 
-#: Temperature of models the catalogue does not describe. source: local_llm.md s5 protocol.
+#: Temperature of models the catalogue does not describe. source: the measurement protocol of
+#: docs/llm_backends.md ("Measurements behind the defaults").
 DEFAULT_TEMPERATURE = 0.7
 
 

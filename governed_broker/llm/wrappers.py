@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from governed_broker import progress
 from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
 from governed_broker.llm.cache import ResponseCache, cache_key
 from governed_broker.llm.call_log import CallLog
@@ -59,6 +60,10 @@ class BackendWrapper(LLMBackend):
         """The wrapped backend's statistics."""
         return self.inner.stats()
 
+    def reply_settings(self) -> dict[str, Any]:
+        """The wrapped backend's reply settings."""
+        return self.inner.reply_settings()
+
     def describe(self) -> dict[str, Any]:
         """The wrapped backend's description."""
         return self.inner.describe()
@@ -76,7 +81,8 @@ class CachedBackend(BackendWrapper):
 
     def key_for(self, request: LLMRequest) -> str:
         """The cache key of ``request`` for this backend and model."""
-        return cache_key(self.inner.kind, self.inner.model_id, request)
+        return cache_key(self.inner.kind, self.inner.model_id, request,
+                         self.inner.reply_settings())
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
         """The cached reply when there is one, else the backend's (then stored)."""
@@ -104,7 +110,10 @@ class CachedBackend(BackendWrapper):
 
 
 class LoggedBackend(BackendWrapper):
-    """Records every call (successful or failed, cached or not) in a :class:`CallLog`."""
+    """Records every call (successful or failed, cached or not) in a :class:`CallLog`.
+
+    It also reports each finished call to the open progress line (``governed_broker.progress``).
+    """
 
     def __init__(self, inner: LLMBackend, log: CallLog) -> None:
         super().__init__(inner)
@@ -122,10 +131,12 @@ class LoggedBackend(BackendWrapper):
                 error=exc,
             )
             raise
+        seconds = time.perf_counter() - start
         self.log.record(
-            request, started, time.perf_counter() - start, self.kind, self.model_id,
+            request, started, seconds, self.kind, self.model_id,
             response=response, cache_key=response.extra.get("cache_key"),
         )
+        progress.llm_call(request.tag, seconds, response.cached)
         return response
 
     async def aclose(self) -> None:

@@ -1,4 +1,4 @@
-"""Human-centric memory (SPEC 3).
+"""Human-centric memory (docs/memory.md).
 
 Engine, working/episodic/semantic/procedural stores, consolidation, fidelity, metacognition,
 Markdown export. The flood world's household adapter is ``governed_broker.sim.household_memory``.

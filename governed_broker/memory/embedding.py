@@ -1,4 +1,4 @@
-"""Text embeddings behind one small interface (SPEC 3.2 "Embeddings").
+"""Text embeddings behind one small interface (docs/memory.md "Episodic store and embeddings").
 
 Three implementations, chosen by name with ``make_embedder``:
 

@@ -1,4 +1,4 @@
-"""The human-centric memory engine (SPEC 3.1, seed 003) and its window-only ablation variant.
+"""The human-centric memory engine (docs/memory.md, seed 003) and its window-only ablation variant.
 
 Encoding: ``importance = W_emotion * W_source`` from keyword categories (or explicit).
 Retrieval score: ``S(m, t) = importance * exp(-decay_rate * (1 - 0.5 * W_emotion) * (t - year))``.
@@ -37,11 +37,11 @@ def _keywords(cats: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 class HumanCentricMemoryEngine:
-    """One agent's memory: working memory, long-term memory, insights (SPEC 3.1).
+    """One agent's memory: working memory, long-term memory, insights (docs/memory.md).
 
     Args:
         params: The ``memory:`` section (``config.memory.MemoryParams``, after
-            ``memory.overrides``; default: SPEC 3.1's values). Its emotion and source
+            ``memory.overrides``; default: docs/memory.md's values). Its emotion and source
             categories share one keyword table, so their names must differ.
         rng: The agent's seeded ``numpy.random.Generator`` (needed by consolidation).
         agent_id: Owner id written into every item.

@@ -1,4 +1,4 @@
-"""The Mesa flood world (SPEC section 2).
+"""The Mesa flood world (docs/ARCHITECTURE.md "Yearly loop").
 
 The decision interface it uses lives in ``governed_broker.contracts.decision``.
 """

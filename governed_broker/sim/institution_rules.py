@@ -48,7 +48,9 @@ def _fires(rule: InstitutionRule, situation: InstitutionSituation,
     if rule.kind == "total_within":
         limit = situation.facts.get(rule.fact)
         total = sum(levers[lv] for lv in _present(rule, situation))
-        return (limit is not None and total > limit and not close(total, limit)), None
+        # a sum that overflows (or is NaN) is beyond every limit, not "close" to one
+        over = not math.isfinite(total) or (total > limit and not close(total, limit))
+        return limit is not None and over, None
     for lever in _present(rule, situation):
         value, previous = levers[lever], situation.levers[lever]
         if rule.kind == "direction":
@@ -187,8 +189,8 @@ def within_limits(domain: InstitutionDomain, situation: InstitutionSituation,
             continue
         limit = situation.facts.get(rule.fact)
         total = sum(out[lv] for lv in present)
-        if limit is not None and total > limit:
-            scale = max(0.0, limit) / total
+        if limit is not None and (total > limit or not math.isfinite(total)):
+            scale = max(0.0, limit) / total if math.isfinite(total) else 0.0
             for lv in present:
                 out[lv] = math.floor(out[lv] * scale * 100.0) / 100.0  # whole cents, never over
     return out

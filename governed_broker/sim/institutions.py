@@ -24,7 +24,6 @@ cover); cover bought before the run has no premium in the run, so year 1 has no 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, cast
 
@@ -47,6 +46,8 @@ from governed_broker.contracts.institutions import (
     InstitutionDecision,
     InstitutionMaker,
     InstitutionSituation,
+    audit_levers,
+    lever_value,
 )
 from governed_broker.sim.institution_makers import RuleGovernment, RuleInsurer
 from governed_broker.sim.institution_rules import limit_violations, within_limits
@@ -336,6 +337,39 @@ class InsurerAgent(InstitutionAgent):
         self.history = [list(h) for h in state["history"]]
 
 
+def _lever_problems(situation: InstitutionSituation, levers: Mapping[str, object]) -> list[str]:
+    """Why a decision's levers cannot be checked against the limits.
+
+    A lever missing or unknown, or a value that is not a finite number (``lever_value``).
+    """
+    if set(levers) != set(situation.levers):
+        return [f"levers {sorted(map(str, levers))} are not {sorted(situation.levers)}"]
+    problems = []
+    for lever, value in levers.items():
+        try:
+            lever_value(lever, value)
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def _setting_problems(agent: InstitutionAgent, config: ExperimentConfig,
+                      levers: Mapping[str, float]) -> list[str]:
+    """The bounds of the world settings the levers would break.
+
+    For example a budget above what a setting holds (``config.world.MAX_USD``): the domain's
+    rules are data and need not repeat them, and a year must never fail on putting a decision
+    in force.
+    """
+    settings = {agent.domain.levers[k].setting: v for k, v in levers.items()}
+    try:
+        config.with_settings(settings)
+    except ValueError as exc:
+        problem = str(exc).removeprefix("policy_change.settings: ")
+        return [f"the world settings refuse these levers: {problem}"]
+    return []
+
+
 def _mean(mask: np.ndarray) -> float:
     return float(np.mean(mask)) if len(mask) else 0.0
 
@@ -399,7 +433,7 @@ class Institutions:
             situation = InstitutionSituation(agent.name, self.model.year, agent.facts(),
                                              agent.levers_now(config), dict(in_force))
             decision = agent.maker.decide(situation)
-            levers, backstop = self._checked(agent, situation, decision)
+            levers, backstop = self._checked(agent, situation, decision, config)
             record = _record(order, situation, decision, levers, backstop)
             agent.levers, agent.decided = levers, (decision.decision_maker, record["status"])
             in_force[agent.name] = dict(levers)
@@ -409,17 +443,20 @@ class Institutions:
 
     @staticmethod
     def _checked(agent: InstitutionAgent, situation: InstitutionSituation,
-                 decision: InstitutionDecision) -> tuple[dict[str, float], list[str] | None]:
-        """The levers the world puts in force.
+                 decision: InstitutionDecision, config: ExperimentConfig,
+                 ) -> tuple[dict[str, float], list[str] | None]:
+        """The levers the world puts in force, and the messages of what the decision broke.
 
-        The decision's, or last year's within the limits when the decision breaks one (the messages
-        of what it broke).
+        The decision's levers, or last year's within the limits (the recorded fallback) when
+        the decision lacks a lever, holds a value that is not a finite number
+        (``lever_value``), breaks a limit of the domain or a bound of the setting it sets.
         """
-        levers = {k: float(v) for k, v in decision.levers.items()}
-        if set(levers) != set(situation.levers) or not all(map(math.isfinite, levers.values())):
-            problems = [f"levers {sorted(levers)} are not {sorted(situation.levers)} (finite)"]
-        else:
+        problems = _lever_problems(situation, decision.levers)
+        levers = {} if problems else {k: lever_value(k, v) for k, v in decision.levers.items()}
+        if not problems:
             problems = [b.message for b in limit_violations(agent.domain, situation, levers)]
+        if not problems:
+            problems = _setting_problems(agent, config, levers)
         if not problems:
             return levers, None
         return within_limits(agent.domain, situation, situation.levers), problems
@@ -487,7 +524,7 @@ def _record(order: int, situation: InstitutionSituation, decision: InstitutionDe
         "decision_maker": decision.decision_maker, "status": status,
         "facts": dict(situation.facts), "in_force_before": dict(situation.in_force),
         "levers_before": dict(situation.levers),
-        "proposed": None if decision.proposed is None else dict(decision.proposed),
+        "proposed": None if decision.proposed is None else audit_levers(decision.proposed),
         "levers": dict(levers), "fallback": status in ("rejected", "parse_failed"),
         "backstop": backstop, "retries": decision.retries, "reason": decision.reason,
         **decision.audit,

@@ -23,8 +23,9 @@ from governed_broker.config.yamlsafe import read_text_file
 from governed_broker.llm.model_store import cache_dir
 from governed_broker.run_dir import write_atomic
 
-#: Version of the card's layout and key; a card of another version is never matched.
-CARD_FORMAT = 1
+#: Version of the card's layout and key; a card of another version is never matched (2: three
+#: outcomes, power-sized battery, common random numbers, primary tests).
+CARD_FORMAT = 2
 #: The card's file name in a run or ``validate`` directory.
 CARD_FILE = "validity_card.json"
 CARDS_DIR = "validity_cards"

@@ -177,3 +177,14 @@ def test_paired_difference_is_the_mean_of_seed_by_seed_differences(fixtures_dir:
     assert set(diff.index) == {"score"} | {t.id for t in bench.targets}
     with pytest.raises(AnalysisInputError, match="same seeds in both arms"):
         paired_fit_difference(arms["baseline"], arms["no_elevation_subsidy"][:2])
+
+
+@pytest.mark.parametrize("text", ["password: hunter2-secret\n", "hunter2-secret line\n",
+                                  "a: 1\na: hunter2-secret\n", "a: [hunter2-secret\n"])
+def test_a_benchmarks_file_that_is_no_such_file_is_refused_without_quoting_it(
+        tmp_path, text) -> None:
+    path = tmp_path / "secret.txt"
+    path.write_text(text)
+    with pytest.raises(AnalysisInputError) as info:
+        load_benchmarks(path)
+    assert str(path) in str(info.value) and "hunter2" not in str(info.value)

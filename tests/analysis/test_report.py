@@ -87,3 +87,14 @@ def test_cli_bad_directory_exit_2(tmp_path: Path, capsys):
 def test_cli_requires_directory():
     with pytest.raises(SystemExit):
         _parser().parse_args(["report"])
+
+
+@pytest.mark.parametrize("where", ["directory", "/proc/governed-broker-report.html"])
+def test_cli_report_out_where_no_file_can_be_written_is_exit_2(fixtures_dir: Path,
+                                                                tmp_path: Path, capsys, where):
+    target = tmp_path if where == "directory" else Path(where)
+    args = _parser().parse_args(
+        ["report", str(fixtures_dir / "baseline_run"), "--out", str(target)])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert f"--out {target}" in err and "not expected" not in err and len(err) < 400

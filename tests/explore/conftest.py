@@ -87,16 +87,21 @@ def browser() -> Iterator:
 
 @pytest.fixture
 def explorer_of():
-    """Start the real explorer server on a directory; stopped after the test."""
+    """Start the real explorer server on a directory; stopped after the test.
+
+    Returns the server's ``link``: the address of a view (``link("tab=decisions")``) with its
+    token.
+    """
     started = []
 
-    def start(directory: Path) -> str:
+    def start(directory: Path):
         require_browser()
         from governed_broker.explore.server import Explorer
 
         explorer = Explorer(directory)
         started.append(explorer)
-        return explorer.start()
+        explorer.start()
+        return explorer.link
 
     yield start
     for explorer in started:

@@ -1,4 +1,4 @@
-"""HumanCentricMemoryEngine vs independent arithmetic (SPEC 3.1) and its invariants."""
+"""HumanCentricMemoryEngine vs independent arithmetic (docs/memory.md) and its invariants."""
 
 from __future__ import annotations
 
