@@ -20,7 +20,8 @@ Student-t interval across the replicate seeds:
    buyout, offers accepted, acceptance (accepted / households offered), and the years between
    the home's last flood and the offer;
 4. premiums in the Passaic hindcast (``experiments/passaic_hindcast_small.yaml``, one run per
-   arm: as shipped, and with ``insurance.pricing`` legacy and risk_based from the first year):
+   arm: as shipped, and with ``insurance.pricing`` legacy and risk_based through the whole run,
+   without the shipped Risk Rating 2.0 change):
    the mean premium per policy bought by zone and calendar year.
 
 ``--root`` runs another checkout's package and experiments (``PYTHONPATH`` set to it), so that
@@ -167,8 +168,10 @@ def hindcast_premiums(root: Path, work: Path) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(root)}
     lines = ["4. mean premium per policy bought (USD), passaic_hindcast_small.yaml, by zone and "
              "calendar year"]
-    for arm, overrides in (("shipped", []), ("legacy", ["insurance.pricing=legacy"]),
-                           ("risk_based", ["insurance.pricing=risk_based"])):
+    # legacy and risk_based hold their pricing through the run (no Risk Rating 2.0 change)
+    for arm, overrides in (("shipped", []),
+                           ("legacy", ["insurance.pricing=legacy", "policy_change=null"]),
+                           ("risk_based", ["insurance.pricing=risk_based", "policy_change=null"])):
         out = work / f"hindcast_{arm}"
         cmd = [sys.executable, str(root / "run.py"), str(root / "experiments" /
                                                         "passaic_hindcast_small.yaml"),
