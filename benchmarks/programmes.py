@@ -14,7 +14,7 @@ Student-t interval across the replicate seeds:
    premium per policy, 2022 -> 2024);
 2. elevation grants (``experiments/subsidy_budget.yaml`` at ``SIZE`` households): per arm,
    the grants paid a year against the annual budget, how many households chose an elevating
-   action, and the share of those choices a grant was paid for;
+   action, and how many of the applications (``subsidy_applied``) a grant funded, pooled;
 3. buyouts (``experiments/policy_buyout.yaml`` at ``SIZE`` households, its ``buyout`` arm):
    households offered a
    buyout, offers accepted, acceptance (accepted / households offered), and the years between
@@ -122,12 +122,16 @@ def grants(agents: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
                         lambda a: float(a.groupby("year")["subsidy_usd"].sum().mean()))
         chose = per_seed(agents, runs, case, lambda a: float(
             a["proposed_action"].isin(elevating).groupby(a["year"]).sum().mean()))
-        funded = per_seed(agents, runs, case, lambda a: float(
-            (a["subsidy_usd"] > 0).sum() / max(1, a["proposed_action"].isin(elevating).sum())))
+        # pooled over the seeds: a seed where nobody chose to elevate has no share to give
+        arm = agents[agents["run_id"].isin(runs.loc[runs["param.case"] == case, "run_id"])]
+        granted = int((arm["subsidy_usd"] > 0).sum())
+        funded = (f"applications funded {granted} of "
+                  f"{int(arm['subsidy_applied'].astype(bool).sum())}"
+                  if "subsidy_applied" in arm else f"grants paid {granted} (no applications "
+                  "recorded by this checkout)")
         lines.append(f"   {case:<10} paid/year {_interval(list(paid.values()), 0)}   "
                      f"households choosing to elevate/year "
-                     f"{_interval(list(chose.values()), 2)}   grants paid / choices "
-                     f"{_interval(list(funded.values()), 2)}")
+                     f"{_interval(list(chose.values()), 2)}   {funded}")
     return lines
 
 
