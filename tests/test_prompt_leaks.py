@@ -25,6 +25,8 @@ def _prompts(experiments, tmp_path, engine: str, schedule: list[dict]) -> list[d
                       "household_sigma": 0.0}
     data["hazard"]["zones"] = {z: {**spec, "flooded_share": 1.0}
                                for z, spec in data["hazard"]["zones"].items()}
+    # nobody insured at the start: no lender requires a policy (required households start insured)
+    data["insurance"].pop("mandatory_purchase", None)
     config = experiments.config(["years=3", "population.size=6", "decision.maker=llm",
                                  f"llm={json.dumps(llm)}", f"memory.engine={engine}",
                                  "governance.audit.prompts=true",

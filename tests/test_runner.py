@@ -21,10 +21,10 @@ CONTRACT_AGENT = (
     "years_since_flood, floods_experienced, neighbour_insured_share, neighbour_elevated_share, "
     "neighbour_relocated_share, trust_insurance, trust_neighbours, threat_score, coping_score, "
     "threat_label, coping_label, proposed_action, executed_action, status, retries, feasible, "
-    "could_protect, subsidy_offered, subsidy_usd, buyout_offered, buyout_usd, action_cost_usd, "
-    "premium_usd, elevated_after, insured_after, insurance_required, lender_placed, "
-    "group_certificate, relocated_after, loan_payment_usd, debt_after_usd, savings_after_usd, "
-    "forced_sale, decision_maker"
+    "could_protect, subsidy_offered, subsidy_applied, subsidy_usd, buyout_offered, buyout_usd, "
+    "action_cost_usd, premium_usd, elevated_after, insured_after, insurance_required, "
+    "lender_placed, group_certificate, relocated_after, loan_payment_usd, debt_after_usd, "
+    "savings_after_usd, forced_sale, decision_maker"
 )
 #: A small world where zone high floods every other year, every home at once, and half the
 #: households live there: enough flooded households to see every kind of decision.

@@ -133,6 +133,26 @@ class ExperimentConfig(StrictModel):
             self.with_policy_change()  # every changed section validates
         return self
 
+    @model_validator(mode="after")
+    def _required_start_within_initial_insured(self) -> ExperimentConfig:
+        """Required households start insured, within the population's initial insured share."""
+        required, generate = self.insurance.mandatory_purchase, self.population.generate
+        if required is None or generate is None:
+            return self
+        share = required.mortgage_share * required.compliance_share
+        # a zone the population does not have is reported by the zone check
+        for zone in (z for z in required.zones if z in generate.zone_shares):
+            initial = generate.initial_insured.get(zone)
+            owners = 0.0 if initial is None else initial.owner
+            if share > owners + 1e-9:
+                raise ValueError(
+                    f"population.generate.initial_insured.{zone}.owner ({owners:g}) is below the "
+                    f"share of owners whose lender requires a policy in the first year "
+                    f"(insurance.mandatory_purchase: mortgage_share x compliance_share = "
+                    f"{share:.3g}); they start the run insured, so raise initial_insured or "
+                    "lower the requirement's shares")
+        return self
+
     def with_policy_change(self) -> ExperimentConfig:
         """The experiment as it stands from ``policy_change.from_year`` (itself without one).
 

@@ -50,6 +50,7 @@ POLICY_SETTINGS: tuple[str, ...] = (
     "buyout.price_share",
     "buyout.annual_budget_usd",
     "buyout.allocation",
+    "buyout.offer_years",
     "finance.aid.probability",
     "finance.aid.max_grant_usd",
     # fields only: ending the programme would leave certificates in force without their terms

@@ -384,10 +384,19 @@ class MandatoryPurchaseConfig(StrictModel):
 
     Each owner of a named zone is drawn once (seeded): its mortgage requires insurance with
     probability ``mortgage_share``, and a required household's lender enforces the requirement
-    with probability ``compliance_share``. An enforced household is insured every year it stays:
-    when its own choice does not insure, the lender renews the policy and charges the premium
-    (``lender_placed``), unless the household cannot pay it on top of its choice. A requirement
-    that is not enforced changes nothing: that household insures by its own choice only.
+    while its second draw is below the year's compliance, ``compliance_share`` in the first
+    year and ``compliance_change_per_year`` more each later year (within 0..1): a falling
+    compliance releases households from the requirement one by one and never takes one back.
+    An enforced household is insured every year it stays: when its own choice does not
+    insure, the lender renews the policy and charges the premium (``lender_placed``), unless
+    the household cannot pay it on top of its choice. A requirement that is not enforced
+    changes nothing: that household insures by its own choice only.
+
+    Households whose lender enforces the requirement in the first year start the run insured;
+    the population's initial insured share of each zone and tenure is kept (the others keep
+    their policies only as far as it leaves room), so ``population.generate.initial_insured``
+    of an owner of these zones must be at least ``mortgage_share * compliance_share``
+    (checked at load; ``sim.instruments.mandatory``).
     """
 
     source: Source
@@ -396,8 +405,16 @@ class MandatoryPurchaseConfig(StrictModel):
     mortgage_share: Share = Field(description=(
         "share of the zones' owners whose mortgage requires flood insurance"))
     compliance_share: Share = Field(description=(
-        "share of required households whose lender enforces the requirement; the others may "
-        "let the policy lapse"))
+        "share of required households whose lender enforces the requirement in the first "
+        "year; the others may let the policy lapse"))
+    compliance_change_per_year: UnitStep = Field(default=0.0, description=(
+        "change of the enforced share each later year (negative: enforcement fades; 0, the "
+        "default: constant, the requirement as it was first modelled)"))
+
+    def compliance_in(self, year: int) -> float:
+        """The share of required households whose lender enforces it in ``year`` (1-based)."""
+        return min(1.0, max(0.0, self.compliance_share
+                            + self.compliance_change_per_year * (year - 1)))
 
 
 class PreferredBand(StrictModel):
@@ -474,6 +491,36 @@ class PreferredRiskConfig(StrictModel):
         return bands
 
 
+class PremiumPathConfig(StrictModel):
+    """The NFIP's premiums over the years: a legacy index and the cap on a renewal's increase.
+
+    ``sim.instruments.pricing``. ``legacy_index`` multiplies every legacy premium (rated and
+    banded, fee included) from the year it names until the next year it names (1 before the
+    first), as the NFIP's average premium per policy moved under Biggert-Waters 2012 and the
+    Homeowner Flood Insurance Affordability Act 2014. Whatever the pricing, the premium of a
+    policy renewed (the household's or its lender's, in force this year) rises at most
+    ``max_increase_share`` over what it cost last year; a new policy, and a decrease, take
+    the full premium at once (HFIAA section 5 caps an individual policy's yearly increase at
+    18 %; Risk Rating 2.0 phases in its increases within that cap and gives its decreases at
+    the first renewal).
+    """
+
+    source: Source
+    legacy_index: dict[Annotated[int, Field(ge=1, le=MAX_YEAR)],
+                       Annotated[float, Field(gt=0.0, le=100.0)]] = Field(
+        default_factory=dict, description=(
+            "simulated year -> factor on every legacy premium from that year on (1 before the "
+            "first year listed)"))
+    max_increase_share: NonNegative | None = Field(default=None, le=10.0, description=(
+        "most a renewed policy's premium may rise over last year's, as a share (0.18: 18 %); "
+        "null: no cap"))
+
+    def legacy_factor(self, year: int) -> float:
+        """The factor on legacy premiums in ``year`` (1-based)."""
+        listed = [y for y in self.legacy_index if y <= year]
+        return self.legacy_index[max(listed)] if listed else 1.0
+
+
 class InsuranceConfig(StrictModel):
     """Flood insurance (NFIP-style).
 
@@ -489,7 +536,9 @@ class InsuranceConfig(StrictModel):
     is multiplied by ``loading``, reduced by the community discount ``crs_discount`` and
     ``fee_usd`` is added; the rates stay in the file as the legacy arm of a comparison
     (``sim.money.premium_usd``). With ``preferred_risk``, legacy pricing charges the households
-    of its zones banded premiums instead (``PreferredRiskConfig``).
+    of its zones banded premiums instead (``PreferredRiskConfig``). ``premium_path`` moves the
+    premiums over the years (``PremiumPathConfig``): a policy change to ``risk_based`` pricing
+    with the path's cap phases Risk Rating 2.0's increases in.
     """
 
     source: Source
@@ -515,6 +564,9 @@ class InsuranceConfig(StrictModel):
     mandatory_purchase: MandatoryPurchaseConfig | None = None
     preferred_risk: PreferredRiskConfig | None = Field(default=None, description=(
         "legacy pricing: banded premiums in the named zones (Preferred Risk Policy-style)"))
+    premium_path: PremiumPathConfig | None = Field(default=None, description=(
+        "the premiums over the years: an index on legacy premiums, the cap on a renewal's "
+        "increase (null: premiums as rated every year)"))
 
     @model_validator(mode="after")
     def _bands_reach_the_limits(self) -> InsuranceConfig:
@@ -584,13 +636,14 @@ class RelocationConfig(StrictModel):
 class BuyoutConfig(StrictModel):
     """A buyout programme (FEMA HMGP / NJ Blue Acres-style; ``sim.instruments.buyouts``).
 
-    After the year's flood and before households decide, the programme offers to buy the homes
-    of owners with repetitive losses (``min_floods`` floods at the home) or substantial damage
-    this year (structure damage of at least ``substantial_damage_share`` of the pre-flood
-    structure value), at ``price_share`` of the pre-flood structure value. Accepting is an
-    action whose effect is ``buyout`` (open only with an offer); the household leaves for good.
-    With an annual budget, offers are made in the allocation order while their prices fit it,
-    so the budget holds whatever the households choose; an offer not taken lapses with the year.
+    After a flood and before households decide, the programme offers to buy the homes of owners
+    whose home that flood left with a repetitive loss (``min_floods`` floods at the home) or
+    substantial damage (structure damage of at least ``substantial_damage_share`` of the
+    pre-flood structure value), at ``price_share`` of the pre-flood structure value. Accepting
+    is an action whose effect is ``buyout`` (open only with an offer); the household leaves for
+    good. With an annual budget, the year's new offers are made in the allocation order while
+    their prices fit it, so the budget holds whatever the households choose. An offer stays
+    open ``offer_years`` years at its price.
     """
 
     source: Source
@@ -606,6 +659,9 @@ class BuyoutConfig(StrictModel):
     allocation: Literal["first_come", "by_need"] = Field(default="first_come", description=(
         "order of the offers under a budget: first_come, a seeded random order; by_need, "
         "lowest income first"))
+    offer_years: int = Field(default=1, ge=1, le=10, description=(
+        "years an offer stays open at its price, the year it is made included (1, the "
+        "default: it lapses with the year)"))
 
 
 class GroupPolicyConfig(StrictModel):

@@ -120,11 +120,14 @@ AGENT_YEARLY: tuple[Column, ...] = (
     _flag("feasible", "False when the world refused the decided action and executed the default"),
     _flag("could_protect", "some protective action was open to the household and affordable "
           "this year"),
-    _flag("subsidy_offered", "the elevation grant was offered this year (every household that "
-          "may elevate without `elevation.subsidy_budget_usd`; else as allocated)"),
+    _flag("subsidy_offered", "the elevation grant's terms were offered this year (every "
+          "household that may elevate, while `elevation.subsidy_share` > 0)"),
+    _flag("subsidy_applied", "applied for the grant: chose an elevating action with it offered "
+          "(funded within `elevation.subsidy_budget_usd` in the declared order; an unfunded "
+          "application goes ahead without the elevation)"),
     _usd("subsidy_usd", "elevation grant paid this year (not part of action_cost_usd)"),
-    _flag("buyout_offered", "the buyout programme offered to buy the home this year "
-          "(`buyout`; the offer lapses with the year)"),
+    _flag("buyout_offered", "an offer of the buyout programme to buy the home is open this "
+          "year (`buyout`; it stays open `offer_years` years from the flood that made it)"),
     _usd("buyout_usd", "price the programme paid for the home (accepted this year)"),
     _usd("action_cost_usd", "out-of-pocket cost of elevation / relocation paid this year"),
     _usd("premium_usd", "insurance premium paid this year (policy for next year)"),

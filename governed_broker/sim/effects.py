@@ -59,6 +59,9 @@ class OptionBatch:
         preferred: Whether the home is offered the banded premiums of
             ``insurance.preferred_risk`` (in its zones and, with its loss-history rule, still
             eligible; banded premiums under legacy pricing).
+        premium_factor: This year's factor on legacy premiums (``insurance.premium_path``).
+        premium_cap_usd: The most a policy may cost this year (dollars; a renewal's cap under
+            ``insurance.premium_path``, infinite otherwise).
     """
 
     config: ExperimentConfig
@@ -75,6 +78,8 @@ class OptionBatch:
     buyout_offered: np.ndarray | bool = False
     buyout_price_usd: np.ndarray | float = 0.0
     preferred: np.ndarray | bool = False
+    premium_factor: np.ndarray | float = 1.0
+    premium_cap_usd: np.ndarray | float = np.inf
 
     @cached_property
     def premium_usd(self) -> np.ndarray:
@@ -85,7 +90,8 @@ class OptionBatch:
         ins = self.config.insurance
         expected = self.expected_payout_usd if ins.pricing == "risk_based" else None
         return money.premium_usd(ins, self.structure_value_usd, self.contents_value_usd,
-                                 self.owner, expected, self.preferred)
+                                 self.owner, expected, self.preferred, self.premium_factor,
+                                 self.premium_cap_usd)
 
     @cached_property
     def expected_payout_usd(self) -> np.ndarray:

@@ -36,6 +36,8 @@ def execute_decisions(world: World, instruments: Sequence[Instrument],
     rows = np.arange(len(idx))
     feasible = known & feasible_m[rows, np.where(known, wanted, 0)]
     executed = np.where(feasible, wanted, pos[default_action])
+    for instrument in instruments:
+        executed = instrument.admit(executed)
     cost, premium = (quote.table(term)[rows, executed] for term in ("cost_usd", "premium_usd"))
     done = execute([world.domain.actions[a].effect for a in action_ids], executed, cost, premium)
     hh.elevated[idx] |= done.elevated

@@ -114,6 +114,8 @@ class FloodModel(mesa.Model):
             HouseholdAgent(self, i)
         #: The policy instruments, in registry order (``config.world.INSTRUMENTS``).
         self.instruments: list[Instrument] = make_instruments(self)
+        for instrument in self.instruments:
+            instrument.start()
         self.world_memory = (
             None if config.memory.engine == "none"
             else WorldMemory(config, self.domain, self.hh.insured, self.hh.elevated, run_dir)
@@ -228,6 +230,8 @@ class FloodModel(mesa.Model):
                                  insured_before=hh.insured[idx].copy(), debt_before_usd=debt,
                                  payment_due_usd=finance.payment_due(
                                      self.config.finance, debt, hh.loan_payment_usd[idx]))
+        for instrument in self.instruments:
+            instrument.begin_year()
 
     def hazard_phase(self) -> None:
         """1. Flood depth at each active home (metres, before elevation)."""

@@ -7,6 +7,9 @@ Formulas (docs/configuration.md):
 - premium, ``legacy`` in a zone of ``insurance.preferred_risk``: the premium of the smallest
   band covering the policy (``preferred_premium_usd``), plus its surcharge, while the home's
   flood payments so far keep it eligible (``preferred_ineligible``);
+- a ``legacy`` premium (rated or banded) times the year's factor of
+  ``insurance.premium_path`` (``factor``), and any premium at most the renewal's cap
+  (``cap_usd``; ``sim.instruments.pricing``);
 - premium, ``risk_based`` = expected annual payout * loading * (1 - crs_discount) + fee, the
   expected payout being
   the zone's annual flood chance times the payout of a typical flood at the home's first-floor
@@ -46,7 +49,8 @@ def coverage_usd(
 def premium_usd(
     ins: InsuranceConfig, structure_value_usd: np.ndarray, contents_value_usd: np.ndarray,
     is_owner: np.ndarray, expected_payout_usd: np.ndarray | None = None,
-    preferred: np.ndarray | bool = False,
+    preferred: np.ndarray | bool = False, factor: np.ndarray | float = 1.0,
+    cap_usd: np.ndarray | float = np.inf,
 ) -> np.ndarray:
     """Annual premium of a policy with full coverage up to the limits (dollars).
 
@@ -60,6 +64,8 @@ def premium_usd(
         preferred: Households offered the banded premiums of ``ins.preferred_risk`` (in its
             zones and not made ineligible by their loss history; banded premiums under
             legacy pricing).
+        factor: Multiplies a legacy premium (the year's index of the premium path).
+        cap_usd: The most the premium may be (a renewal's cap; infinite: none).
     """
     if ins.pricing == "risk_based":
         if expected_payout_usd is None:
@@ -73,7 +79,9 @@ def premium_usd(
     if ins.pricing == "legacy" and ins.preferred_risk is not None and np.any(preferred):
         banded = preferred_premium_usd(ins.preferred_risk, cov_s, cov_c, is_owner)
         premium = np.where(preferred, banded, premium)
-    return premium
+    if ins.pricing == "legacy":
+        premium = premium * factor
+    return np.minimum(premium, cap_usd)
 
 
 def preferred_premium_usd(prp: PreferredRiskConfig, coverage_structure_usd: np.ndarray,

@@ -104,8 +104,11 @@ class YearState:
             (``sim.instruments.certificates``; perception phase).
         certificate_premium_usd: Premium the aid programme paid the insurer for a
             certificate given this year (dollars, its whole term; impacts phase).
-        subsidy_offered: The elevation grant was offered this year
+        subsidy_offered: The elevation grant's terms were offered this year
             (``sim.instruments.grants``; perception phase).
+        subsidy_applied: Chose an elevating action with the grant offered: an application
+            (execution).
+        subsidy_funded: The programme funded the application (execution).
         subsidy_usd: Elevation grant paid this year (dollars; execution).
         buyout_offered: The buyout programme offered to buy the home
             (``sim.instruments.buyouts``; perception phase).
@@ -113,6 +116,10 @@ class YearState:
         buyout_usd: The price paid for a home sold to the programme (dollars; execution).
         preferred: Offered the banded premiums of ``insurance.preferred_risk``
             (``sim.instruments.pricing``; perception phase).
+        premium_factor: This year's factor on legacy premiums (``insurance.premium_path``;
+            perception phase).
+        premium_cap_usd: The most a policy may cost the household this year (dollars;
+            infinite without a cap; perception phase).
     """
 
     idx: np.ndarray
@@ -144,11 +151,15 @@ class YearState:
     certificate: np.ndarray = field(default_factory=_none)
     certificate_premium_usd: np.ndarray = field(default_factory=_none)
     subsidy_offered: np.ndarray = field(default_factory=_none)
+    subsidy_applied: np.ndarray = field(default_factory=_none)
+    subsidy_funded: np.ndarray = field(default_factory=_none)
     subsidy_usd: np.ndarray = field(default_factory=_none)
     buyout_offered: np.ndarray = field(default_factory=_none)
     buyout_price_usd: np.ndarray = field(default_factory=_none)
     buyout_usd: np.ndarray = field(default_factory=_none)
     preferred: np.ndarray = field(default_factory=_none)
+    premium_factor: np.ndarray = field(default_factory=_none)
+    premium_cap_usd: np.ndarray = field(default_factory=_none)
 
     @property
     def damage_usd(self) -> np.ndarray:

@@ -60,6 +60,7 @@ _DEFAULTS = {
     "feasible": True,
     "could_protect": True,
     "subsidy_offered": False,
+    "subsidy_applied": False,
     "subsidy_usd": 0.0,
     "buyout_offered": False,
     "buyout_usd": 0.0,

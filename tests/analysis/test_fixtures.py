@@ -67,10 +67,15 @@ def test_embedded_llm_run_is_a_real_model_run_explained_by_its_audit(fixtures_di
         assert (row.year, row.agent_id) == (rec["year"], rec["agent_id"])
         assert row.executed_action == rec["executed_action"]
         assert len(rec["attempts"]) == 1 + rec["retries"]
-    # a decision with no readable reply (parse_failed) has no appraisal; every other has one
-    read = run.agents["status"] != "parse_failed"
-    assert set(run.agents.loc[read, "threat_label"]) <= {"VL", "L", "M", "H", "VH"}
-    assert run.agents.loc[~read, "threat_label"].isna().all()
+    # a decision with a readable reply has the last read reply's appraisal; one that never got
+    # a readable reply (parse_failed at every attempt) has none
+    for row, rec in zip(run.agents.itertuples(), run.decisions, strict=True):
+        read = [a["parsed"] for a in rec["attempts"] if a.get("parsed")]
+        if read:
+            assert row.threat_label == read[-1]["threat_appraisal"]["label"]
+        else:
+            assert rec["status"] == "parse_failed" and pd.isna(row.threat_label)
+    assert set(run.agents["threat_label"].dropna()) <= {"VL", "L", "M", "H", "VH"}
     assert governance_workload(run.agents).iloc[0]["n_decisions"] == 32
     summary = summarise_run(run)
     assert summary.metric_version and len(summary.trajectories) == 4

@@ -74,7 +74,7 @@ def test_calibrate_needs_targets_and_a_sweep(tmp_path, capsys) -> None:
 def test_the_hindcast_files_run_once_and_their_calibrations_sweep() -> None:
     for name in ("passaic_hindcast", "passaic_hindcast_small", "passaic_hindcast_llm"):
         assert load_experiment(REPO / "experiments" / f"{name}.yaml").sweep is None
-    assert load_experiment(SMALL).sweep.sampler.n == 40
+    assert load_experiment(SMALL).sweep.sampler.n == 60
     sobol = load_experiment(REPO / "experiments" / "passaic_sensitivity_small.yaml").sweep
     assert sobol.sampler.method == "sobol" and sobol.replicates == 1
     assert set(sobol.sampler.bounds) == set(load_experiment(SMALL).sweep.sampler.bounds)

@@ -12,7 +12,11 @@ does nothing while its section is absent.
 The hooks, by phase (each a no-op here):
 
 * set-up: ``__init__`` makes ``arrays``, the instrument's state per household (index = agent
-  id - 1), saved and restored with the world's checkpoints under these names;
+  id - 1), saved and restored with the world's checkpoints under these names; ``start`` may
+  change the households' state at the start of a run (a household whose lender requires a
+  policy starts insured; the flood model calls it once, a vignette's world of one never);
+* the year's start: ``begin_year`` puts the year's programme state in force (a lender's
+  compliance that changes over the years), before the flood;
 * impacts: ``payouts`` may change the insurance payouts of this year's flood, ``aid_eligible``
   may withhold disaster aid, ``after_repairs`` sees how the damage was financed;
 * perception (``sim.quote``): ``offer`` states what the programme offers each household this
@@ -165,6 +169,13 @@ class Instrument:
             if name in arrays:
                 target[...] = arrays[name]
 
+    # -- set-up and the year's start ---------------------------------------------------------
+    def start(self) -> None:
+        """The run starts: the programme may change the households' state (module docs)."""
+
+    def begin_year(self) -> None:
+        """This year's programme state, before the flood (``world.year`` is this year)."""
+
     # -- impacts ----------------------------------------------------------------------------
     def payouts(self, pay_structure_usd: np.ndarray, pay_contents_usd: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
@@ -197,6 +208,21 @@ class Instrument:
         return None
 
     # -- execution --------------------------------------------------------------------------
+    def admit(self, executed: np.ndarray) -> np.ndarray:
+        """The actions the programme lets the households execute this year.
+
+        Before anything is executed: a programme with a budget funds the applications among the
+        chosen actions in its order and replaces an unfunded one (``sim.instruments.grants``).
+
+        Args:
+            executed: The index (in the domain's order) of each active household's action, as
+                decided and found feasible so far.
+
+        Returns:
+            The actions to execute (the same array when the programme changes none).
+        """
+        return executed
+
     def execute(self, done: Executed, executed: np.ndarray, insured: np.ndarray) -> np.ndarray:
         """Apply the programme's consequences of the executed choices.
 

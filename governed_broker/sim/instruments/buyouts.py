@@ -1,16 +1,25 @@
 """The buyout programme.
 
-Who is offered a buyout this year, at what price (``config.world.BuyoutConfig``).
+Who is offered a buyout, at what price, for how long (``config.world.BuyoutConfig``).
 
-Offers are made after the year's flood and before households decide, so each eligible owner is
-told its offer (an action whose effect is ``buyout`` is open to it) and the price is part of
-what it weighs. Without a budget every eligible owner gets an offer. With an annual budget the
-programme goes through the eligible owners in its allocation order (``first_come``: a random
-order drawn from the year's seeded stream; ``by_need``: lowest income first, ties in agent-id
-order) and makes each offer whose price still fits what is left: the offers' prices, and hence
-what the programme can pay, never exceed the budget, whatever the households choose.
+Offers follow floods, as NJ Blue Acres followed Sandy: an owner whose home this year's flood
+left with substantial damage (structure damage of at least ``substantial_damage_share`` of its
+pre-flood value, the NFIP's 50 %, 44 CFR 59.1) or a repetitive loss (``min_floods`` floods at
+the home, this year's the latest) is eligible in the year of that flood. Every eligible owner
+is taken to apply; the programme makes its offers after the flood and before households
+decide, so each one is told its offer (an action whose effect is ``buyout`` is open to it) and
+the price is part of what it weighs. Without a budget every eligible owner gets an offer. With
+an annual budget the programme goes through them in its allocation order (``first_come``: a
+random order drawn from the year's seeded stream; ``by_need``: lowest income first, ties in
+agent-id order) and makes each offer whose price still fits what is left of the year's budget:
+the budget commits the prices of the offers it makes, whatever the households choose. An
+offer stays open for ``offer_years`` years at its price (the year it is made included): the
+owner may accept it in any of them; acceptance is the decision maker's, never the
+programme's.
 
-``Buyouts`` is the instrument; its output columns are ``buyout_offered`` and ``buyout_usd``.
+``Buyouts`` is the instrument. Its state per household is the open offer: ``buyout_offer_years``
+(years it stays open, this one included) and ``buyout_offer_price_usd``; its output columns are
+``buyout_offered`` (an offer is open this year) and ``buyout_usd``.
 """
 
 from __future__ import annotations
@@ -23,18 +32,19 @@ from governed_broker.config.world import BuyoutConfig
 from governed_broker.seeding import child_rng
 from governed_broker.sim.allocation import allocation_order
 from governed_broker.sim.effects import Executed
-from governed_broker.sim.instruments.base import Access, Instrument
+from governed_broker.sim.instruments.base import Access, Instrument, World
 from governed_broker.sim.reporters import YearView
 
 
-def eligible_for_buyout(config: BuyoutConfig, owner: np.ndarray, floods: np.ndarray,
-                        damage_structure_usd: np.ndarray,
+def eligible_for_buyout(config: BuyoutConfig, owner: np.ndarray, flooded: np.ndarray,
+                        floods: np.ndarray, damage_structure_usd: np.ndarray,
                         pre_flood_value_usd: np.ndarray) -> np.ndarray:
-    """Owners with repetitive losses or substantial damage this year.
+    """Owners whose home this year's flood left with a repetitive or substantial loss.
 
     Args:
         config: The programme.
         owner: Owner (True) or renter per household.
+        flooded: The home flooded this year.
         floods: Floods at the home so far, this year's included.
         damage_structure_usd: This year's structure damage (dollars).
         pre_flood_value_usd: Structure value before any unrepaired damage (dollars).
@@ -44,7 +54,7 @@ def eligible_for_buyout(config: BuyoutConfig, owner: np.ndarray, floods: np.ndar
         share = config.substantial_damage_share
         eligible |= (np.asarray(damage_structure_usd) > 0) & (
             np.asarray(damage_structure_usd) >= share * np.asarray(pre_flood_value_usd))
-    return np.asarray(owner, dtype=bool) & eligible
+    return np.asarray(owner, dtype=bool) & np.asarray(flooded, dtype=bool) & eligible
 
 
 def buyout_offers(config: BuyoutConfig, eligible: np.ndarray, price_usd: np.ndarray,
@@ -76,11 +86,16 @@ class Buyouts(Instrument):
 
     name = "buyouts"
 
-    def candidates(self, access: Access) -> tuple[np.ndarray, np.ndarray]:
-        """Who the programme's rules make eligible this year, and at what price.
+    def __init__(self, world: World) -> None:
+        super().__init__(world)
+        self.arrays = self.zeros(buyout_offer_years=np.int64, buyout_offer_price_usd=float)
 
-        The active owners with repetitive or substantial losses to whom an action that sells to the
-        programme is open, and the price it would offer each; none without a programme.
+    def candidates(self, access: Access) -> tuple[np.ndarray, np.ndarray]:
+        """Who this year's flood makes eligible for a new offer, and at what price.
+
+        The active owners whose home this year's flood left with a repetitive or substantial
+        loss, to whom an action that sells to the programme is open and who hold no open offer,
+        and the price it would offer each; none without a programme.
         """
         world = self.world
         hh, programme, c = world.hh, world.config.buyout, world.current
@@ -89,28 +104,36 @@ class Buyouts(Instrument):
             return np.zeros(len(idx), dtype=bool), np.zeros(len(idx))
         may_sell = access.any_open(lambda t: t.bought_out)
         pre_flood = hh.structure_value_usd[idx] + hh.unrepaired_usd[idx]
-        eligible = may_sell & eligible_for_buyout(
-            programme, hh.is_owner[idx], hh.floods_experienced[idx],
+        eligible = may_sell & (self.arrays["buyout_offer_years"][idx] == 0) & eligible_for_buyout(
+            programme, hh.is_owner[idx], c.flooded, hh.floods_experienced[idx],
             c.damage_structure_usd, pre_flood)
         return eligible, programme.price_share * pre_flood
 
     def offer(self, access: Access) -> dict[str, Any]:
-        """``buyout_offered`` and ``buyout_price_usd``.
+        """``buyout_offered`` and ``buyout_price_usd``: this year's open offers.
 
-        The eligible households the budget and the allocation reach, and the price (0 without an
-        offer).
+        The offers still open from earlier years at their price, and this year's new ones: the
+        eligible households the budget and the allocation reach (module documentation). None
+        while there is no programme.
         """
         world, programme = self.world, self.world.config.buyout
+        idx = world.current.idx
+        years, price = self.arrays["buyout_offer_years"], self.arrays["buyout_offer_price_usd"]
+        if programme is None:
+            years[idx] = 0
+            return {"buyout_offered": np.zeros(len(idx), dtype=bool),
+                    "buyout_price_usd": np.zeros(len(idx))}
         eligible, price_usd = self.candidates(access)
-        if programme is not None:
-            rng = child_rng(world.seed, "buyout", world.year)
-            eligible = buyout_offers(programme, eligible, price_usd,
-                                     world.hh.income_usd[world.current.idx], rng)
-            price_usd = np.where(eligible, price_usd, 0.0)
-        return {"buyout_offered": eligible, "buyout_price_usd": price_usd}
+        rng = child_rng(world.seed, "buyout", world.year)
+        new = buyout_offers(programme, eligible, price_usd, world.hh.income_usd[idx], rng)
+        years[idx[new]] = programme.offer_years
+        price[idx[new]] = price_usd[new]
+        open_now = years[idx] > 0
+        return {"buyout_offered": open_now, "buyout_price_usd": np.where(open_now, price[idx],
+                                                                           0.0)}
 
     def facts(self) -> list[dict[str, Any]]:
-        """``buyout_offer_usd``, only where an offer is made.
+        """``buyout_offer_usd``, only where an offer is open.
 
         The situations of the others stay as they were.
         """
@@ -118,9 +141,11 @@ class Buyouts(Instrument):
         return [{"buyout_offer_usd": o} if o else {} for o in offers]
 
     def execute(self, done: Executed, executed: np.ndarray, insured: np.ndarray) -> np.ndarray:
-        """The price is paid for the homes sold to the programme."""
-        c = self.world.current
+        """The price is paid for the homes sold; an open offer has a year less to run."""
+        c, idx = self.world.current, self.world.current.idx
         c.buyout_usd = np.where(done.bought_out, c.buyout_price_usd, 0.0)
+        years = self.arrays["buyout_offer_years"]
+        years[idx] = np.where(done.relocated, 0, np.maximum(years[idx] - 1, 0))
         return insured
 
     def report(self, view: YearView) -> dict[str, Any]:

@@ -9,8 +9,9 @@ priced that way (``effect`` with ``insure`` added: cost and premium with the pol
 a typical flood insured), so the decision makers see what each choice really costs; where the
 household cannot pay the premium on top of its choice, the choice stays as it is and the
 policy lapses. ``MandatoryPurchase`` is the instrument: its state per household is
-``insurance_required`` (drawn once, at the start of the run), its output columns
-``insurance_required`` and ``lender_placed``.
+``insurance_required`` (from two draws made once: the mortgage, and the enforcement against
+the year's compliance), its output columns ``insurance_required`` and ``lender_placed``. The
+households required in the first year start the run insured (``start``).
 """
 
 from __future__ import annotations
@@ -31,28 +32,70 @@ from governed_broker.sim.reporters import YearView
 INSURE = "insure"
 
 
-def draw_required(config: MandatoryPurchaseConfig | None, zone: np.ndarray, is_owner: np.ndarray,
-                  seed: int) -> np.ndarray:
-    """Households whose lender enforces the requirement (drawn once from the run's seed).
+def requirement_draws(config: MandatoryPurchaseConfig | None, zone: np.ndarray,
+                      is_owner: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Who holds a mortgage that requires insurance, and each household's enforcement draw.
 
     Two uniform draws per household, in agent-id order (whatever its zone or tenure, so the
     draws do not depend on the population's make-up): a mortgage that requires insurance when
-    the first is below ``mortgage_share``, enforced when the second is below
-    ``compliance_share``.
+    the first is below ``mortgage_share`` (an owner of the zones), enforced in a year while the
+    second is below the year's compliance (``MandatoryPurchaseConfig.compliance_in``).
 
     Args:
         config: The requirement (None: nobody is required to insure).
         zone: Zone name per household.
         is_owner: Owner (True) or renter per household.
         seed: The experiment seed.
+
+    Returns:
+        The mortgaged households and the second draw of every household.
     """
     n = len(zone)
     if config is None:
-        return np.zeros(n, dtype=bool)
+        return np.zeros(n, dtype=bool), np.ones(n)
     draws = child_rng(seed, "mandatory_purchase").random((n, 2))
     in_zones = np.isin(np.asarray(zone, dtype=object), config.zones)
-    return (in_zones & np.asarray(is_owner, dtype=bool) & (draws[:, 0] < config.mortgage_share)
-            & (draws[:, 1] < config.compliance_share))
+    mortgaged = in_zones & np.asarray(is_owner, dtype=bool) & (draws[:, 0] < config.mortgage_share)
+    return mortgaged, draws[:, 1]
+
+
+def enforced_in(config: MandatoryPurchaseConfig | None, mortgaged: np.ndarray,
+                enforcement: np.ndarray, year: int) -> np.ndarray:
+    """The mortgaged households whose lender enforces the requirement in ``year`` (1-based)."""
+    if config is None:
+        return np.zeros(len(mortgaged), dtype=bool)
+    return mortgaged & (enforcement < config.compliance_in(year))
+
+
+def draw_required(config: MandatoryPurchaseConfig | None, zone: np.ndarray, is_owner: np.ndarray,
+                  seed: int, year: int = 1) -> np.ndarray:
+    """Households whose lender enforces the requirement in ``year`` (``requirement_draws``)."""
+    return enforced_in(config, *requirement_draws(config, zone, is_owner, seed), year)
+
+
+def keep_initial_share(insured: np.ndarray, required: np.ndarray, groups: np.ndarray,
+                       rng: np.random.Generator) -> np.ndarray:
+    """Who is insured at the start once the required households are.
+
+    Within each group (zone and tenure) the count of insured households stays what it was
+    where the required households fit in it: the required are insured, and of the others' policies
+    as many are kept (chosen at random) as the count leaves room for; a group whose required
+    households outnumber its insured ones (a small population's draw) has only those.
+
+    Args:
+        insured: Who holds a policy at the start as the population says.
+        required: Whose lender enforces the requirement in the first year.
+        groups: A group label per household (households of a group are compared).
+        rng: The stream the kept policies are chosen from.
+    """
+    out = np.asarray(insured, dtype=bool) | required
+    for group in np.unique(groups[required]):
+        members = groups == group
+        room = max(0, int((insured & members).sum()) - int((required & members).sum()))
+        others = np.flatnonzero(insured & members & ~required)
+        dropped = rng.permutation(others)[room:]
+        out[dropped] = False
+    return out
 
 
 def lender_adds_insurance(effect: str) -> bool:
@@ -82,8 +125,32 @@ class MandatoryPurchase(Instrument):
         super().__init__(world)
         hh = world.hh
         zone = np.asarray(world.zones, dtype=object)[hh.zone_index]
-        self.arrays = {"insurance_required": draw_required(
-            world.config.insurance.mandatory_purchase, zone, hh.is_owner, world.seed)}
+        self._mortgaged, self._enforcement = requirement_draws(
+            world.config.insurance.mandatory_purchase, zone, hh.is_owner, world.seed)
+        self.arrays = {"insurance_required": self._required_in(1)}
+
+    def _required_in(self, year: int) -> np.ndarray:
+        """The households whose lender enforces the requirement in ``year`` (this year's terms)."""
+        return enforced_in(self.world.config.insurance.mandatory_purchase, self._mortgaged,
+                           self._enforcement, year)
+
+    def start(self) -> None:
+        """Required households start the run insured, within each group's initial insured count.
+
+        The groups are zone and tenure (``keep_initial_share``); so the population's initial
+        insured share is the share insured at the start, required households included.
+        """
+        hh, required = self.world.hh, self.arrays["insurance_required"]
+        if not required.any():
+            return
+        groups = hh.zone_index * 2 + hh.is_owner.astype(np.int64)
+        hh.insured[...] = keep_initial_share(hh.insured, required, groups,
+                                             child_rng(self.world.seed, "mandatory_purchase",
+                                                       "start"))
+
+    def begin_year(self) -> None:
+        """This year's enforced requirement (the compliance of the year)."""
+        self.arrays["insurance_required"][...] = self._required_in(self.world.year)
 
     def amend(self, pricing: Pricing) -> None:
         """Price each choice that neither insures nor leaves with the lender's policy added.

@@ -124,3 +124,20 @@ def test_offers_never_exceed_the_budget(budget, prices, bits, by_need, seed) -> 
     assert left >= -1e-6
     # greedy: an eligible household left without an offer did not fit what was left
     assert (price[eligible & ~offered] > left).all()
+
+
+def test_an_offer_follows_the_flood_and_stays_open_for_its_term(world) -> None:
+    # the second flood (year 2) makes 1, 2 and 5 repetitive-loss owners; offers open 2 years
+    model, maker = world({(3, 1): "accept_buyout"}, {**PROGRAMME, "offer_years": 2}, years=4)
+    first, second, third, fourth = run(model, 4)
+    assert _offered(second) == [1, 2, 5] and _offered(third) == [1, 2, 5]
+    assert _offered(fourth) == []  # lapsed after its term; no flood in year 3 to renew it
+    price = maker.seen[1][0].facts.buyout_offer_usd
+    assert third[1]["buyout_usd"] == pytest.approx(price)  # accepted in the term's 2nd year
+    assert third[1]["relocated_after"] and 1 not in fourth
+
+
+def test_without_a_new_flood_no_new_offer(world) -> None:
+    # repetitive-loss owners after year 2; year 3 has no flood, so no offer (offers lapse)
+    _, second, third = run(world({}, PROGRAMME)[0], 3)
+    assert _offered(second) == [1, 2, 5] and _offered(third) == []

@@ -11,9 +11,10 @@ import pytest
 
 from governed_broker.config import ConfigError
 from governed_broker.config.world import MandatoryPurchaseConfig
+from governed_broker.sim import FloodModel
 from governed_broker.sim.instruments.mandatory import draw_required, with_insurance
 from tests.sim.instruments.small_world import scripted, small_world
-from tests.sim.test_model import run
+from tests.sim.test_model import Scripted, run
 
 POP_ROWS = [
     "owner,high,60000,100000,200000,100000,False,False,0.3,0.5",   # 1: required
@@ -115,3 +116,62 @@ def test_an_unknown_zone_is_a_configuration_error(experiments) -> None:
     data["insurance"]["mandatory_purchase"]["zones"] = ["sfha"]
     with pytest.raises(ConfigError, match="mandatory_purchase.zones.*sfha"):
         experiments.config(data=data)
+
+
+def test_required_households_start_insured(world) -> None:
+    rows = run(world({}, _config(), years=1)[0], 1)
+    for agent in (1, 3, 5):  # required (the CSV says uninsured)
+        assert rows[0][agent]["insured_before"]
+    assert not rows[0][2]["insured_before"] and rows[0][4]["insured_before"]
+
+
+def test_the_initial_insured_share_is_kept_with_the_required_inside_it(experiments) -> None:
+    data = experiments.data()
+    data["population"]["size"] = 2000
+    data["population"]["generate"]["initial_insured"]["high"]["owner"] = 0.6
+    model = FloodModel(experiments.config(data=data), Scripted({}))
+    hh = model.hh
+    owners_high = hh.is_owner & (np.asarray(model.zones)[hh.zone_index] == "high")
+    required = model.instrument("mandatory_purchase").arrays["insurance_required"]
+    assert required[owners_high].mean() == pytest.approx(0.62 * 0.71, abs=0.06)
+    assert hh.insured[required].all()
+    # the group's insured count is the population's draw, required households inside it
+    from governed_broker.sim.population import load_population
+    config = model.config
+    drawn = load_population(config.population, config.seed, config.resolve_path).insured
+    assert hh.insured[owners_high].sum() == drawn[owners_high].sum()
+    assert np.array_equal(hh.insured[~owners_high], drawn[~owners_high])
+
+
+def test_an_initial_share_below_the_required_one_is_a_configuration_error(experiments) -> None:
+    data = experiments.data()
+    data["population"]["generate"]["initial_insured"]["high"]["owner"] = 0.3
+    with pytest.raises(ConfigError, match=r"initial_insured.high.owner \(0.3\).*0.44"):
+        experiments.config(data=data)
+
+
+def test_a_fading_compliance_releases_households_one_by_one() -> None:
+    n = 5_000
+    zone = np.array(["high"] * n, dtype=object)
+    owner = np.ones(n, dtype=bool)
+    config = MandatoryPurchaseConfig(source="t", zones=["high"], mortgage_share=0.6,
+                                     compliance_share=0.8, compliance_change_per_year=-0.1)
+    sets = [draw_required(config, zone, owner, seed=3, year=y) for y in range(1, 11)]
+    for earlier, later in zip(sets, sets[1:], strict=False):
+        assert not (later & ~earlier).any()  # nobody is taken back
+    assert [round(s.mean(), 2) for s in sets[:3]] == pytest.approx([0.48, 0.42, 0.36], abs=0.02)
+    assert not sets[-1].any()  # compliance 0 from year 9 on
+    assert config.compliance_in(30) == 0.0
+    rising = config.model_copy(update={"compliance_change_per_year": 0.5})
+    assert rising.compliance_in(3) == 1.0
+
+
+def test_a_released_household_keeps_its_policy_by_its_own_choice_only(world) -> None:
+    # compliance 1 in year 1, 0 from year 2: agent 1 renews once, agent 5 never
+    model, _ = world({(2, 1): "buy_insurance"},
+                     _config(compliance_share=1.0, compliance_change_per_year=-1.0), years=3)
+    rows = run(model, 3)
+    assert rows[0][1]["insurance_required"] and rows[0][1]["lender_placed"]
+    assert not rows[1][1]["insurance_required"] and not rows[1][5]["insurance_required"]
+    assert rows[1][1]["insured_after"] and not rows[1][1]["lender_placed"]
+    assert not rows[1][5]["insured_after"] and not rows[2][1]["insured_after"]
