@@ -274,7 +274,8 @@ def enum_fields(schema: Mapping[str, Any], prefix: str = ""
 
 def path_schema(schema: Mapping[str, Any], last_field: str) -> dict[str, Any]:
     """``schema`` with each top-level free string property after the one holding
-    ``last_field`` constrained to be empty, so that the greedy path stops writing after the last field read.
+    ``last_field`` constrained to be empty, so that the greedy path stops writing after the
+    last field read.
 
     The grammar then allows the same tokens as before at every position up to that property's
     string, so no field read is changed.

@@ -1,0 +1,201 @@
+"""The battery's vignettes read as distributions: what the model believes in each situation.
+
+Each vignette of the battery (``configs/validity/``) is rendered exactly as the sampled card
+renders it (the experiment's broker, context builder and templates, the same arms: as a run
+shows it, actions in reverse order, actions described by the synonyms) and its reply's
+distributions are read once from the model's token probabilities (``llm.readout``): the threat
+label, the coping label and the action, each a distribution summing to 1. Replicates and seeds
+play no part: the distributions are what every replicate would be drawn from. Trigger
+vignettes (a re-ask after a scripted rule-breaking proposal) are not read.
+
+``read_battery`` returns one ``VignetteReadout`` per vignette; ``level_means`` gives, for each
+monotone or share test, the expected measure at each of its levels (the expected rank of a
+label, or the probability of an action with the effect), which says directly whether the
+model's beliefs move with the facts at all. ``governed-broker readout`` prints both
+(``validity.readout_cli``).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from governed_broker.config.base import ConfigError
+from governed_broker.config.resolved import ResolvedExperiment
+from governed_broker.llm.base import LLMBackend, LLMRequest
+from governed_broker.llm.logprobs import token_source
+from governed_broker.llm.readout import Readout, ReadoutSettings, TokenSource, read_reply
+from governed_broker.validity.battery import MonotoneTest, ShareTest, load_battery
+from governed_broker.validity.plan import BatteryPlan, Vignette, plan_battery
+from governed_broker.validity.probe import Prober, synonym_context
+from governed_broker.validity.situations import zone_probabilities
+
+#: The arms read (a trigger's re-ask follows a scripted proposal: not a first reply).
+READ_ARMS = ("main", "reversed_order", "synonyms")
+#: The reply's fields as the battery's measures name them.
+FIELDS = {"threat": "threat_appraisal.label", "coping": "coping_appraisal.label",
+          "action": "decision"}
+
+
+@dataclass(frozen=True)
+class VignetteReadout:
+    """One vignette's distributions.
+
+    Attributes:
+        vignette: The vignette (key, spec, arm, the tests that use it).
+        readout: The reply's fields read.
+        allowed: The actions offered, in the order shown.
+    """
+
+    vignette: Vignette
+    readout: Readout
+    allowed: tuple[str, ...]
+
+    def distribution(self, measure: str) -> dict[str, float]:
+        """``threat``, ``coping`` or ``action``: value -> probability."""
+        return self.readout.field(FIELDS[measure]).distribution()
+
+    def to_json(self) -> dict[str, Any]:
+        v = self.vignette
+        return {"vignette": v.key, "arm": v.arm, "uses": v.uses,
+                "spec": v.spec.model_dump(mode="json"), "allowed_actions": list(self.allowed),
+                **{m: self.distribution(m) for m in FIELDS}, "readout": self.readout.to_json()}
+
+
+@dataclass(frozen=True)
+class BatteryReadout:
+    """Every read vignette of a battery, with what is needed to interpret them.
+
+    Attributes:
+        plan: The battery's plan (tests, levels, vignettes).
+        vignettes: One readout per vignette read, in plan order.
+        labels: The appraisal scale, lowest first (a label's rank is its index).
+        effects: Each action's effect.
+        provenance: The model, how it was read, the wall time.
+    """
+
+    plan: BatteryPlan
+    vignettes: list[VignetteReadout]
+    labels: tuple[str, ...]
+    effects: dict[str, str]
+    provenance: dict[str, Any]
+
+    def by_key(self, key: str) -> VignetteReadout:
+        """The readout of the vignette ``key``."""
+        for v in self.vignettes:
+            if v.vignette.key == key:
+                return v
+        raise KeyError(key)
+
+    def expected(self, vignette: VignetteReadout, measure: str) -> float:
+        """A measure's expectation under the vignette's distributions: the expected rank of a
+        label (``threat``, ``coping``; 0 for the scale's first label), or the probability of
+        an action with an effect (``share:<effect>``)."""
+        if measure in ("threat", "coping"):
+            return sum(self.labels.index(label) * p
+                       for label, p in vignette.distribution(measure).items())
+        if measure.startswith("share:"):
+            effect = measure.split(":", 1)[1]
+            return sum(p for action, p in vignette.distribution("action").items()
+                       if self.effects.get(action) == effect)
+        raise ValueError(f"no expectation of measure {measure!r}")
+
+    def level_means(self) -> list[dict[str, Any]]:
+        """For each monotone or share test: its measure and, per level, the expectation."""
+        out = []
+        for test in self.plan.battery.tests.tests:
+            if not isinstance(test, MonotoneTest | ShareTest) or test.measure == "decision":
+                continue
+            expect = (test.expect if isinstance(test, MonotoneTest)
+                      else f"at most {test.max_share}")
+            out.append({"test": test.name, "measure": test.measure, "expect": expect,
+                        "levels": [{"label": lv.label, "x": lv.x,
+                                    "mean": self.expected(self.by_key(lv.vignette),
+                                                          test.measure)}
+                                   for lv in self.plan.levels[test.name]]})
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"provenance": self.provenance, "labels": list(self.labels),
+                "vignettes": [v.to_json() for v in self.vignettes],
+                "tests": self.level_means()}
+
+
+def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | None = None,
+                 backend: LLMBackend | None = None, source: TokenSource | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> BatteryReadout:
+    """Read every vignette of the experiment's battery (arms ``READ_ARMS``) once.
+
+    Args:
+        experiment: The experiment (``decision.maker: llm``).
+        settings: Top-k and guard of the readout.
+        backend: A ready backend (tests); default: the experiment's.
+        source: Ready token probabilities (tests); default: the backend's.
+        progress: Called with (vignettes read, vignettes in all) after each.
+
+    Raises:
+        ConfigError: no ``llm:`` section, a broken battery.
+        LLMError: the backend gives no token probabilities (the message says what to use).
+    """
+    config = experiment.config
+    if config.llm is None or config.decision.maker != "llm":
+        raise ConfigError(f"{config.name}: a readout reads the experiment's language model; "
+                          "set decision.maker: llm and give an llm: section")
+    battery = load_battery(config.resolve_path(config.validity.battery_dir), experiment.domain)
+    plan = plan_battery(battery, experiment.domain, zone_probabilities(experiment))
+    todo = [v for v in plan.vignettes.values() if v.arm in READ_ARMS]
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="readout-") as work:
+        prober = Prober(experiment, plan, Path(work), backend=backend)
+        try:
+            source = source or token_source(prober.backend)
+            read = [_read(prober, v, source, settings) for v in _counted(todo, progress)]
+            provenance = {"model": prober.backend.describe(), "source": source.name,
+                          "top_k": (settings or ReadoutSettings()).top_k,
+                          "vignettes": len(read), "passes": sum(r.readout.passes for r in read),
+                          "wall_s": round(time.perf_counter() - start, 1)}
+        finally:
+            prober.broker.close()
+    domain = experiment.domain
+    return BatteryReadout(plan, read, tuple(domain.pmt_labels.labels),
+                          {a: spec.effect for a, spec in domain.actions.items()}, provenance)
+
+
+def _counted(todo: Sequence[Vignette], progress: Callable[[int, int], None] | None):
+    for i, v in enumerate(todo):
+        yield v
+        if progress is not None:
+            progress(i + 1, len(todo))
+
+
+def _read(prober: Prober, vignette: Vignette, source: TokenSource,
+          settings: ReadoutSettings | None) -> VignetteReadout:
+    """One vignette's prompt as the broker builds it (its arm's listing and descriptions),
+    read."""
+    situation = prober.situation(vignette, 0)
+    context = prober.broker.context
+    if vignette.arm == "synonyms":
+        context = synonym_context(context, prober.plan.battery.vignettes.synonyms)
+    prompt = prober.broker.loop.run(context.abuild(situation))
+    llm = prober.experiment.config.llm
+    assert llm is not None  # checked by read_battery
+    request = LLMRequest.of(prompt.messages, json_schema=prompt.json_schema,
+                            max_tokens=llm.max_tokens, num_ctx=llm.num_ctx, tag="readout")
+    return VignetteReadout(vignette, read_reply(source, request, settings),
+                           situation.allowed_actions)
+
+
+class ProgressLine:
+    """Reports on stderr: vignettes read of all, and the seconds since it was made."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        print(f"readout: {done}/{total} vignettes, {time.perf_counter() - self.start:.0f} s",
+              file=sys.stderr, flush=True)
