@@ -30,6 +30,8 @@ from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.llm.base import LLMBackend, LLMRequest
 from governed_broker.llm.logprobs import token_source
 from governed_broker.llm.readout import Readout, ReadoutSettings, TokenSource, read_reply
+from governed_broker.llm.sampling import resolve_sampling
+from governed_broker.seeding import child_seed
 from governed_broker.validity.battery import MonotoneTest, ShareTest, load_battery
 from governed_broker.validity.plan import BatteryPlan, Vignette, plan_battery
 from governed_broker.validity.probe import Prober, synonym_context
@@ -173,21 +175,28 @@ def _counted(todo: Sequence[Vignette], progress: Callable[[int, int], None] | No
             progress(i + 1, len(todo))
 
 
-def _read(prober: Prober, vignette: Vignette, source: TokenSource,
-          settings: ReadoutSettings | None) -> VignetteReadout:
-    """One vignette's prompt as the broker builds it (its arm's listing and descriptions),
-    read."""
+def vignette_request(prober: Prober, vignette: Vignette) -> tuple[LLMRequest, tuple[str, ...]]:
+    """The first request the battery's broker sends for a vignette (its arm's listing and
+    descriptions; replicate 0's seed), and the actions it offers."""
     situation = prober.situation(vignette, 0)
     context = prober.broker.context
     if vignette.arm == "synonyms":
         context = synonym_context(context, prober.plan.battery.vignettes.synonyms)
     prompt = prober.broker.loop.run(context.abuild(situation))
     llm = prober.experiment.config.llm
-    assert llm is not None  # checked by read_battery
+    assert llm is not None  # a Prober's experiment has one
     request = LLMRequest.of(prompt.messages, json_schema=prompt.json_schema,
-                            max_tokens=llm.max_tokens, num_ctx=llm.num_ctx, tag="readout")
-    return VignetteReadout(vignette, read_reply(source, request, settings),
-                           situation.allowed_actions)
+                            **resolve_sampling(llm).request_fields(),
+                            seed=child_seed(prober.seed, "decision", situation.agent_id,
+                                            situation.year, 0),
+                            max_tokens=llm.max_tokens, num_ctx=llm.num_ctx, tag="decision")
+    return request, situation.allowed_actions
+
+
+def _read(prober: Prober, vignette: Vignette, source: TokenSource,
+          settings: ReadoutSettings | None) -> VignetteReadout:
+    request, allowed = vignette_request(prober, vignette)
+    return VignetteReadout(vignette, read_reply(source, request, settings), allowed)
 
 
 class ProgressLine:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from governed_broker.cli import main
-from governed_broker.llm import LLMError, ScriptedBackend
+from governed_broker.llm import LLMError, ScriptedBackend, ScriptRule
 from governed_broker.llm.readout import Candidate, GreedyReply, Token, enum_fields
 from governed_broker.validity.readout import read_battery
 
@@ -109,3 +109,29 @@ def test_the_readout_command(scripted_file, capsys, tmp_path):
     err = capsys.readouterr().err
     assert "scripted backend" in err and "llm.backend: embedded" in err
     assert main(["readout", str(scripted_file), "--top-k", "0"]) == 2
+
+
+def test_a_vignettes_request_is_the_one_the_battery_sends(scripted_experiment, tmp_path):
+    """The readout reads the request the sampled battery's broker sends first for a vignette
+    (messages, schema, sampling, seed): asked through the Prober, the same request arrives."""
+    from governed_broker.validity.battery import load_battery
+    from governed_broker.validity.plan import plan_battery
+    from governed_broker.validity.probe import Prober
+    from governed_broker.validity.readout import vignette_request
+    from governed_broker.validity.situations import zone_probabilities
+
+    experiment = scripted_experiment()
+    config = experiment.config
+    battery = load_battery(config.resolve_path(config.validity.battery_dir), experiment.domain)
+    plan = plan_battery(battery, experiment.domain, zone_probabilities(experiment))
+    one = next(v for v in plan.vignettes.values() if v.arm == "synonyms")
+    plan.vignettes = {one.key: one}
+    one.replicates = 1
+    backend = ScriptedBackend([ScriptRule(".", {
+        "threat_appraisal": {"label": "M", "reason": "r"},
+        "coping_appraisal": {"label": "M", "reason": "r"},
+        "decision": "do_nothing", "reason": "r"})])
+    prober = Prober(experiment, plan, tmp_path, backend=backend)
+    expected, _ = vignette_request(prober, one)
+    prober.ask()
+    assert backend.calls[0] == expected
