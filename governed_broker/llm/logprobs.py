@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from governed_broker.llm.base import LLMBackend, LLMError, LLMRequest
-from governed_broker.llm.readout import Candidate, GreedyReply, ReadoutError, Token
+from governed_broker.llm.readout import Candidate, GreedyReply, ReadoutError, Token, TokenSource
 from governed_broker.llm.reliability import openai_response_format
 from governed_broker.llm.wrappers import BackendWrapper
 
@@ -35,7 +35,7 @@ from governed_broker.llm.wrappers import BackendWrapper
 OPENAI_MAX_TOP = 20
 
 
-def token_source(backend: LLMBackend) -> Any:
+def token_source(backend: LLMBackend) -> TokenSource:
     """The token probabilities of ``backend`` (its cache and call-log layers looked through).
 
     Raises:

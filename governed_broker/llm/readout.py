@@ -184,7 +184,7 @@ class Node:
 
 
 @dataclass(frozen=True)
-class FieldReadout:
+class FieldDistribution:
     """The distribution of one field of the reply.
 
     Attributes:
@@ -225,7 +225,7 @@ class FieldReadout:
 
 
 @dataclass(frozen=True)
-class Readout:
+class ReplyDistributions:
     """Every enumerated field of one request's reply.
 
     Attributes:
@@ -236,13 +236,13 @@ class Readout:
         seconds: Wall-clock time of the readout.
     """
 
-    fields: tuple[FieldReadout, ...]
+    fields: tuple[FieldDistribution, ...]
     path: str
     source: str
     passes: int
     seconds: float
 
-    def field(self, name: str) -> FieldReadout:
+    def field(self, name: str) -> FieldDistribution:
         """The readout of field ``name`` (e.g. ``decision``)."""
         for f in self.fields:
             if f.field == name:
@@ -425,7 +425,7 @@ def _json_body(value: str) -> bytes:
 
 
 def read_field(source: TokenSource, reply: GreedyReply, field_name: str,
-               values: Sequence[str], settings: ReadoutSettings) -> FieldReadout:
+               values: Sequence[str], settings: ReadoutSettings) -> FieldDistribution:
     """The distribution of one field, read along ``reply`` (see the module's docstring)."""
     spans = string_spans(reply.text)
     if field_name not in spans:
@@ -450,11 +450,12 @@ def read_field(source: TokenSource, reply: GreedyReply, field_name: str,
     _check_on_path(source, field_name, root, reply.tokens[index])
     dist = root.distribution()
     probabilities = tuple(dist.get(v, 0.0) for v in values)
-    return FieldReadout(field_name, tuple(values), probabilities, span.value, root, walk.passes)
+    return FieldDistribution(field_name, tuple(values), probabilities, span.value, root,
+                             walk.passes)
 
 
-def read_reply(source: TokenSource, request: LLMRequest,
-               settings: ReadoutSettings | None = None) -> Readout:
+def read_distributions(source: TokenSource, request: LLMRequest,
+                       settings: ReadoutSettings | None = None) -> ReplyDistributions:
     """The distribution of every enumerated field of the reply to ``request``.
 
     Args:
@@ -478,5 +479,5 @@ def read_reply(source: TokenSource, request: LLMRequest,
                            temperature=0.0, top_p=None, top_k=None, min_p=None)
     reply = source.greedy(path_request)
     read = tuple(read_field(source, reply, name, values, settings) for name, values in fields)
-    return Readout(read, reply.text, source.name, sum(f.passes for f in read),
+    return ReplyDistributions(read, reply.text, source.name, sum(f.passes for f in read),
                    time.perf_counter() - start)

@@ -8,7 +8,7 @@ label, the coping label and the action, each a distribution summing to 1. Replic
 play no part: the distributions are what every replicate would be drawn from. Trigger
 vignettes (a re-ask after a scripted rule-breaking proposal) are not read.
 
-``read_battery`` returns one ``VignetteReadout`` per vignette; ``level_means`` gives, for each
+``read_battery`` returns one ``VignetteDistributions`` per vignette; ``level_means`` gives, for each
 monotone or share test, the expected measure at each of its levels (the expected rank of a
 label, or the probability of an action with the effect), which says directly whether the
 model's beliefs move with the facts at all. ``governed-broker readout`` prints both
@@ -29,7 +29,12 @@ from governed_broker.config.base import ConfigError
 from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.llm.base import LLMBackend, LLMRequest
 from governed_broker.llm.logprobs import token_source
-from governed_broker.llm.readout import Readout, ReadoutSettings, TokenSource, read_reply
+from governed_broker.llm.readout import (
+    ReadoutSettings,
+    ReplyDistributions,
+    TokenSource,
+    read_distributions,
+)
 from governed_broker.llm.sampling import resolve_sampling
 from governed_broker.seeding import child_seed
 from governed_broker.validity.battery import MonotoneTest, ShareTest, load_battery
@@ -45,32 +50,32 @@ FIELDS = {"threat": "threat_appraisal.label", "coping": "coping_appraisal.label"
 
 
 @dataclass(frozen=True)
-class VignetteReadout:
+class VignetteDistributions:
     """One vignette's distributions.
 
     Attributes:
         vignette: The vignette (key, spec, arm, the tests that use it).
-        readout: The reply's fields read.
+        reply: The reply's fields read.
         allowed: The actions offered, in the order shown.
     """
 
     vignette: Vignette
-    readout: Readout
+    reply: ReplyDistributions
     allowed: tuple[str, ...]
 
     def distribution(self, measure: str) -> dict[str, float]:
         """``threat``, ``coping`` or ``action``: value -> probability."""
-        return self.readout.field(FIELDS[measure]).distribution()
+        return self.reply.field(FIELDS[measure]).distribution()
 
     def to_json(self) -> dict[str, Any]:
         v = self.vignette
         return {"vignette": v.key, "arm": v.arm, "uses": v.uses,
                 "spec": v.spec.model_dump(mode="json"), "allowed_actions": list(self.allowed),
-                **{m: self.distribution(m) for m in FIELDS}, "readout": self.readout.to_json()}
+                **{m: self.distribution(m) for m in FIELDS}, "reply": self.reply.to_json()}
 
 
 @dataclass(frozen=True)
-class BatteryReadout:
+class BatteryDistributions:
     """Every read vignette of a battery, with what is needed to interpret them.
 
     Attributes:
@@ -82,19 +87,19 @@ class BatteryReadout:
     """
 
     plan: BatteryPlan
-    vignettes: list[VignetteReadout]
+    vignettes: list[VignetteDistributions]
     labels: tuple[str, ...]
     effects: dict[str, str]
     provenance: dict[str, Any]
 
-    def by_key(self, key: str) -> VignetteReadout:
+    def by_key(self, key: str) -> VignetteDistributions:
         """The readout of the vignette ``key``."""
         for v in self.vignettes:
             if v.vignette.key == key:
                 return v
         raise KeyError(key)
 
-    def expected(self, vignette: VignetteReadout, measure: str) -> float:
+    def expected(self, vignette: VignetteDistributions, measure: str) -> float:
         """A measure's expectation under the vignette's distributions: the expected rank of a
         label (``threat``, ``coping``; 0 for the scale's first label), or the probability of
         an action with an effect (``share:<effect>``)."""
@@ -130,7 +135,7 @@ class BatteryReadout:
 
 def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | None = None,
                  backend: LLMBackend | None = None, source: TokenSource | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> BatteryReadout:
+                 progress: Callable[[int, int], None] | None = None) -> BatteryDistributions:
     """Read every vignette of the experiment's battery (arms ``READ_ARMS``) once.
 
     Args:
@@ -159,12 +164,12 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
             read = [_read(prober, v, source, settings) for v in _counted(todo, progress)]
             provenance = {"model": prober.backend.describe(), "source": source.name,
                           "top_k": (settings or ReadoutSettings()).top_k,
-                          "vignettes": len(read), "passes": sum(r.readout.passes for r in read),
+                          "vignettes": len(read), "passes": sum(r.reply.passes for r in read),
                           "wall_s": round(time.perf_counter() - start, 1)}
         finally:
             prober.broker.close()
     domain = experiment.domain
-    return BatteryReadout(plan, read, tuple(domain.pmt_labels.labels),
+    return BatteryDistributions(plan, read, tuple(domain.pmt_labels.labels),
                           {a: spec.effect for a, spec in domain.actions.items()}, provenance)
 
 
@@ -194,9 +199,9 @@ def vignette_request(prober: Prober, vignette: Vignette) -> tuple[LLMRequest, tu
 
 
 def _read(prober: Prober, vignette: Vignette, source: TokenSource,
-          settings: ReadoutSettings | None) -> VignetteReadout:
+          settings: ReadoutSettings | None) -> VignetteDistributions:
     request, allowed = vignette_request(prober, vignette)
-    return VignetteReadout(vignette, read_reply(source, request, settings), allowed)
+    return VignetteDistributions(vignette, read_distributions(source, request, settings), allowed)
 
 
 class ProgressLine:

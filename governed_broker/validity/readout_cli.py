@@ -67,7 +67,7 @@ def format_readout(result: Any) -> str:
     lines = [f"{p['source']}: {p['vignettes']} vignettes, {p['passes']} positions read "
              f"(top {p['top_k']}), {p['wall_s']} s", ""]
     for v in result.vignettes:
-        r = v.readout
+        r = v.reply
         lines.append(f"{v.vignette.key} {v.vignette.arm}: {', '.join(v.vignette.uses)}")
         for measure, name in (("threat", "threat_appraisal.label"),
                               ("coping", "coping_appraisal.label"), ("action", "decision")):

@@ -18,7 +18,7 @@ from governed_broker.config.llm import LLMConfig
 from governed_broker.llm import LLMRequest, build_backend
 from governed_broker.llm.embedded import EmbeddedBackend, load_server, openai_base_url
 from governed_broker.llm.logprobs import ChatLogprobsSource, token_source
-from governed_broker.llm.readout import path_schema, read_reply
+from governed_broker.llm.readout import path_schema, read_distributions
 
 pytestmark = pytest.mark.real_llm
 
@@ -65,7 +65,7 @@ def without_time(readout) -> dict:
 def test_the_readout_reads_the_prompt_a_run_sends(embedded):
     """The path is the backend's own greedy reply to the request (chat route, whole prompt):
     the readout's template and tokens are those of a run."""
-    readout = read_reply(token_source(embedded), request(0))
+    readout = read_distributions(token_source(embedded), request(0))
     for f in readout.fields:
         assert sum(f.probabilities) == pytest.approx(1.0)
         assert 0.0 <= f.forbidden_mass < 1.0 and f.passes >= 1
@@ -80,9 +80,9 @@ def test_the_readout_reads_the_prompt_a_run_sends(embedded):
 
 def test_a_readout_does_not_depend_on_the_call_before(embedded):
     source = token_source(embedded)
-    first = without_time(read_reply(source, request(0)))
-    read_reply(source, request(1))
-    assert without_time(read_reply(source, request(0))) == first
+    first = without_time(read_distributions(source, request(0)))
+    read_distributions(source, request(1))
+    assert without_time(read_distributions(source, request(0))) == first
 
 
 def test_the_chat_route_reads_the_same_distributions(embedded):
@@ -90,8 +90,8 @@ def test_the_chat_route_reads_the_same_distributions(embedded):
     the path again through chat completions, agrees with the token-exact embedded source."""
     base = openai_base_url(embedded.settings)
     model = httpx.get(f"{base}/models", timeout=10).json()["data"][0]["id"]
-    exact = read_reply(token_source(embedded), request(1))
-    chat = read_reply(ChatLogprobsSource(base, model), request(1))
+    exact = read_distributions(token_source(embedded), request(1))
+    chat = read_distributions(ChatLogprobsSource(base, model), request(1))
     assert chat.path == exact.path
     for a, b in zip(exact.fields, chat.fields, strict=True):
         assert a.probabilities == pytest.approx(b.probabilities, abs=0.02), a.field

@@ -19,7 +19,7 @@ from readout_support import (
 
 from governed_broker.llm import CachedBackend, LLMError, LLMRequest, ResponseCache, ScriptedBackend
 from governed_broker.llm.logprobs import ChatLogprobsSource, LlamaCppSource, token_source
-from governed_broker.llm.readout import ReadoutError, ReadoutSettings, read_reply
+from governed_broker.llm.readout import ReadoutError, ReadoutSettings, read_distributions
 
 SYSTEM = "You are a household."
 #: Two households whose prompts share the system message; B's greedy threat label is VH too.
@@ -47,7 +47,7 @@ def without_time(readout) -> dict:
 
 def test_embedded_source_reads_the_exact_distributions(server):
     source = LlamaCppSource(server, "toy-llama")
-    readout = read_reply(source, request())
+    readout = read_distributions(source, request())
     assert readout.field("threat_appraisal.label").distribution() == pytest.approx(
         THREAT_EXPECTED, abs=1e-12)
     assert readout.field("decision").distribution() == pytest.approx(DECISION_EXPECTED,
@@ -56,7 +56,7 @@ def test_embedded_source_reads_the_exact_distributions(server):
 
 
 def test_embedded_source_renders_the_prompt_with_the_servers_template_and_reads_whole(server):
-    read_reply(LlamaCppSource(server, "toy-llama"), request())
+    read_distributions(LlamaCppSource(server, "toy-llama"), request())
     greedy, *passes = server.payloads
     ids = TOKENIZER.encode(template(request().messages))
     assert greedy["prompt"] == ids
@@ -75,13 +75,13 @@ def test_embedded_readout_does_not_depend_on_the_call_before(server):
     llama.cpp's do); a readout evaluates its prompt whole first, so A reads the same on a
     fresh server and after B (whose evaluation of the shared system message is in the
     cache)."""
-    alone = without_time(read_reply(LlamaCppSource(server, "toy-llama"), request()))
+    alone = without_time(read_distributions(LlamaCppSource(server, "toy-llama"), request()))
     other = ToyLlamaServer(REPLIES)
     try:
         source = LlamaCppSource(other, "toy-llama")
-        read_reply(source, request("household B, a longer message"))
-        after_b = without_time(read_reply(source, request()))
-        assert without_time(read_reply(source, request())) == after_b == alone
+        read_distributions(source, request("household B, a longer message"))
+        after_b = without_time(read_distributions(source, request()))
+        assert without_time(read_distributions(source, request())) == after_b == alone
     finally:
         other.close()
 
@@ -106,7 +106,7 @@ def chat_source(**kwargs) -> ChatLogprobsSource:
 
 
 def test_chat_source_continues_the_assistants_text():
-    readout = read_reply(chat_source(), request())
+    readout = read_distributions(chat_source(), request())
     assert readout.field("threat_appraisal.label").distribution() == pytest.approx(
         THREAT_EXPECTED, abs=1e-12)
     assert readout.field("decision").distribution() == pytest.approx(DECISION_EXPECTED,
@@ -116,17 +116,17 @@ def test_chat_source_continues_the_assistants_text():
 
 def test_chat_source_of_a_server_that_starts_a_new_turn_is_an_error():
     with pytest.raises(ReadoutError, match="threat_appraisal.label"):
-        read_reply(chat_source(continues=False), request())
+        read_distributions(chat_source(continues=False), request())
 
 
 def test_chat_source_without_logprobs_is_an_error():
     with pytest.raises(LLMError, match="returned no token log-probabilities"):
-        read_reply(chat_source(logprobs=False), request())
+        read_distributions(chat_source(logprobs=False), request())
 
 
 def test_chat_source_reads_at_most_twenty_alternatives():
     with pytest.raises(ReadoutError, match="at most 20 top_logprobs"):
-        read_reply(chat_source(), request(), ReadoutSettings(top_k=21))
+        read_distributions(chat_source(), request(), ReadoutSettings(top_k=21))
 
 
 def test_backends_without_token_probabilities_say_what_to_use(tmp_path):

@@ -32,7 +32,7 @@ from governed_broker.llm.readout import (
     ReadoutSettings,
     enum_fields,
     path_schema,
-    read_reply,
+    read_distributions,
     string_spans,
 )
 
@@ -50,7 +50,7 @@ def close(got: dict[str, float], expected: dict[str, float]) -> None:
 
 def test_threat_renormalised_over_the_allowed_tokens_and_chained_over_multi_token_labels():
     source = ToySource(reply())
-    threat = read_reply(source, request()).field("threat_appraisal.label")
+    threat = read_distributions(source, request()).field("threat_appraisal.label")
     close(threat.distribution(), THREAT_EXPECTED)
     assert sum(threat.probabilities) == pytest.approx(1.0)
     assert threat.forbidden_mass == pytest.approx(0.2)  # "|" and "None"
@@ -71,7 +71,7 @@ def test_a_single_token_readout_would_differ():
 
 def test_multi_token_actions_sharing_their_first_tokens():
     source = ToySource(reply())
-    decision = read_reply(source, request()).field("decision")
+    decision = read_distributions(source, request()).field("decision")
     close(decision.distribution(), DECISION_EXPECTED)
     assert decision.values == tuple(ACTIONS)
     assert decision.forbidden_mass == pytest.approx(0.05)
@@ -84,7 +84,7 @@ def test_a_token_shared_by_one_allowed_action_settles_it():
     """A renter may not elevate-and-insure: "ele" then means elevate_house, read no further."""
     allowed = ["do_nothing", "buy_insurance", "elevate_house", "relocate"]
     source = ToySource(reply())
-    decision = read_reply(source, request(allowed)).field("decision")
+    decision = read_distributions(source, request(allowed)).field("decision")
     close(decision.distribution(), {"do_nothing": 0.40 / 0.95, "buy_insurance": 0.20 / 0.95,
                                     "elevate_house": 0.30 / 0.95, "relocate": 0.05 / 0.95})
     assert decision.passes == 1
@@ -94,17 +94,17 @@ def test_the_closing_quote_is_not_scored():
     """What the model puts on the quote after a settled label (here it prefers the format's
     "|") changes nothing, and that position is never read."""
     quote_rules = [(p, {"|": 0.95, '"': 0.05} if "VL|VH" in p else q) for p, q in RULES]
-    first = read_reply(ToySource(reply()), request()).field("threat_appraisal.label")
+    first = read_distributions(ToySource(reply()), request()).field("threat_appraisal.label")
     second_source = ToySource(reply(), quote_rules)
-    second = read_reply(second_source, request()).field("threat_appraisal.label")
+    second = read_distributions(second_source, request()).field("threat_appraisal.label")
     assert first.probabilities == second.probabilities
     assert not any(a.endswith(('"VL', '"L', '"M', '"H', '"VH')) for a in second_source.asked)
 
 
 def test_the_coping_label_is_read_after_the_greedy_replys_text():
     """The toy's coping label depends on the threat label written before it."""
-    after_vh = read_reply(ToySource(reply()), request())
-    after_l = read_reply(ToySource(reply(threat="L", coping="L"), _l_first()), request())
+    after_vh = read_distributions(ToySource(reply()), request())
+    after_l = read_distributions(ToySource(reply(threat="L", coping="L"), _l_first()), request())
     close(after_vh.field("coping_appraisal.label").distribution(), {"H": 0.7, "L": 0.3})
     close(after_l.field("coping_appraisal.label").distribution(), {"H": 0.2, "L": 0.8})
     assert after_vh.field("threat_appraisal.label").path_value == "VH"
@@ -118,8 +118,8 @@ def _l_first():
 
 
 def test_the_threat_label_is_read_at_its_fixed_prefix_whatever_follows():
-    a = read_reply(ToySource(reply(reason="short")), request())
-    b = read_reply(ToySource(reply(reason="a longer reason with VL in it")), request())
+    a = read_distributions(ToySource(reply(reason="short")), request())
+    b = read_distributions(ToySource(reply(reason="a longer reason with VL in it")), request())
     assert (a.field("threat_appraisal.label").probabilities
             == b.field("threat_appraisal.label").probabilities)
     assert a.path != b.path
@@ -127,7 +127,7 @@ def test_the_threat_label_is_read_at_its_fixed_prefix_whatever_follows():
 
 def test_the_path_is_greedy_and_stops_after_the_last_field_read():
     source = ToySource(reply())
-    read_reply(source, request())
+    read_distributions(source, request())
     sent = source.requests[0]
     assert sent.temperature == 0.0 and sent.top_k is None
     assert sent.json_schema["properties"]["reason"] == {"type": "string", "maxLength": 0}
@@ -141,7 +141,7 @@ def test_a_source_reading_elsewhere_than_the_path_is_an_error():
     """The greedy reply writes the most probable allowed token; a reply that does not (as a
     server that reads the position after other text would give) stops the readout."""
     with pytest.raises(ReadoutError, match="does not continue the greedy reply"):
-        read_reply(ToySource(reply(threat="VL")), request())
+        read_distributions(ToySource(reply(threat="VL")), request())
 
 
 def test_a_token_that_writes_the_opening_quote_and_the_label():
@@ -151,7 +151,7 @@ def test_a_token_that_writes_the_opening_quote_and_the_label():
     rules = [(r'"threat_appraisal": \{"label":$', {' "V': 0.5, ' "': 0.3, ' {"': 0.2}),
              *RULES]
     source = ToySource(reply(), rules, tokenizer)
-    threat = read_reply(source, request()).field("threat_appraisal.label")
+    threat = read_distributions(source, request()).field("threat_appraisal.label")
     after_v = {"VH": 0.75, "VL": 0.25}
     expected = {k: 0.625 * after_v.get(k, 0.0) + 0.375 * THREAT_EXPECTED[k]
                 for k in THREAT_EXPECTED}
@@ -163,11 +163,11 @@ def test_a_token_that_writes_the_opening_quote_and_the_label():
 def test_no_allowed_token_among_those_read_is_an_error():
     rules = [(r'"label": "$', {"|": 0.6, "None": 0.4}), *RULES]
     with pytest.raises(ReadoutError, match="none of the 2 most probable tokens"):
-        read_reply(ToySource(reply(), rules), request())
+        read_distributions(ToySource(reply(), rules), request())
 
 
 def test_top_k_limits_what_is_seen_and_reports_the_rest():
-    threat = read_reply(ToySource(reply()), request(),
+    threat = read_distributions(ToySource(reply()), request(),
                         ReadoutSettings(top_k=3)).field("threat_appraisal.label")
     # V, VL and L: H, M, "|" and "None" are beyond the top 3
     assert threat.unseen_mass == pytest.approx(0.35)
@@ -179,21 +179,21 @@ def test_top_k_limits_what_is_seen_and_reports_the_rest():
 def test_a_reply_cut_before_a_field_is_an_error():
     cut = reply()[:60]
     with pytest.raises(ReadoutError, match="stops before field coping_appraisal.label"):
-        read_reply(ToySource(cut), request())
+        read_distributions(ToySource(cut), request())
 
 
 def test_the_runaway_guard():
     with pytest.raises(ReadoutError, match="more than 3 positions"):
-        read_reply(ToySource(reply()), request(), ReadoutSettings(max_passes=3))
+        read_distributions(ToySource(reply()), request(), ReadoutSettings(max_passes=3))
 
 
 def test_a_request_without_schema_or_enum_is_an_error():
     with pytest.raises(ReadoutError, match="reply schema"):
-        read_reply(ToySource(reply()), LLMRequest.of([{"role": "user", "content": "x"}]))
+        read_distributions(ToySource(reply()), LLMRequest.of([{"role": "user", "content": "x"}]))
     free = LLMRequest.of([{"role": "user", "content": "x"}],
                          json_schema={"type": "object", "properties": {"a": {"type": "string"}}})
     with pytest.raises(ReadoutError, match="no field with an enum"):
-        read_reply(ToySource(reply()), free)
+        read_distributions(ToySource(reply()), free)
 
 
 def test_enum_fields_in_reply_order_and_reason_first_appraisals():
@@ -228,7 +228,7 @@ def test_any_probabilities_give_a_distribution_summing_to_one(root, after_v):
     label = _greedy_label(rules)
     assume(label != "V+L")  # the toy would spell the reply's V, L as the one token VL
     source = ToySource(reply(threat=label, coping="H" if label == "VH" else "L"), rules)
-    threat = read_reply(source, request()).field("threat_appraisal.label")
+    threat = read_distributions(source, request()).field("threat_appraisal.label")
     assert math.isclose(sum(threat.probabilities), 1.0, rel_tol=1e-9)
     assert all(p >= 0 for p in threat.probabilities)
     assert threat.forbidden_mass == pytest.approx(

@@ -74,7 +74,7 @@ def test_every_vignette_read_with_the_battery_prompts(scripted_experiment):
         for measure in ("threat", "coping", "action"):
             assert sum(v.distribution(measure).values()) == pytest.approx(1.0)
         assert list(v.distribution("action")) == list(v.allowed)
-        assert v.readout.field("decision").forbidden_mass == pytest.approx(0.1)
+        assert v.reply.field("decision").forbidden_mass == pytest.approx(0.1)
     main_base = next(v for v in result.vignettes if "action_order_invariance:base"
                      in v.vignette.uses)
     reversed_ = next(v for v in result.vignettes if v.vignette.arm == "reversed_order")
