@@ -40,7 +40,7 @@ import json
 import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from json.decoder import scanstring
 from typing import Any, Protocol
 
@@ -358,7 +358,6 @@ class _Walk:
     follower: bytes  # what the grammar writes after the closing quote (b"," or b"}")
     settings: ReadoutSettings
     passes: int = 0
-    seen: list[str] = field(default_factory=list)
 
     def consistent(self, written: bytes) -> list[str]:
         """The values ``written`` (bytes from the read position) may still become."""
@@ -424,18 +423,16 @@ def _json_body(value: str) -> bytes:
     return json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")
 
 
-def read_field(source: TokenSource, reply: GreedyReply, field_name: str,
-               values: Sequence[str], settings: ReadoutSettings) -> FieldDistribution:
+def _read_field(source: TokenSource, reply: GreedyReply, spans: Mapping[str, _Span],
+                field_name: str, values: Sequence[str],
+                settings: ReadoutSettings) -> FieldDistribution:
     """The distribution of one field, read along ``reply`` (see the module's docstring)."""
-    spans = string_spans(reply.text)
     if field_name not in spans:
         raise ReadoutError(
             f"{source.name}: the greedy reply stops before field {field_name} (is "
             f"llm.max_tokens large enough?): {reply.text[-200:]!r}")
     span = spans[field_name]
     encoded = reply.text.encode("utf-8")
-    if b"".join(t.text for t in reply.tokens) != encoded:
-        raise ReadoutError(f"{source.name}: the greedy reply's tokens do not spell its text")
     start = len(reply.text[:span.start].encode("utf-8"))
     after = encoded[len(reply.text[:span.end].encode("utf-8")):].lstrip(GRAMMAR_SPACE)[:1]
     # the position read: the token that writes the value's first byte (it may start before)
@@ -449,9 +446,8 @@ def read_field(source: TokenSource, reply: GreedyReply, field_name: str,
     root = walk.node(reply.tokens[:index], b"")
     _check_on_path(source, field_name, root, reply.tokens[index])
     dist = root.distribution()
-    probabilities = tuple(dist.get(v, 0.0) for v in values)
-    return FieldDistribution(field_name, tuple(values), probabilities, span.value, root,
-                             walk.passes)
+    return FieldDistribution(field_name, tuple(values), tuple(dist.get(v, 0.0) for v in values),
+                             span.value, root, walk.passes)
 
 
 def read_distributions(source: TokenSource, request: LLMRequest,
@@ -478,6 +474,10 @@ def read_distributions(source: TokenSource, request: LLMRequest,
     path_request = replace(request, json_schema=path_schema(request.json_schema, fields[-1][0]),
                            temperature=0.0, top_p=None, top_k=None, min_p=None)
     reply = source.greedy(path_request)
-    read = tuple(read_field(source, reply, name, values, settings) for name, values in fields)
+    if b"".join(t.text for t in reply.tokens) != reply.text.encode("utf-8"):
+        raise ReadoutError(f"{source.name}: the greedy reply's tokens do not spell its text")
+    spans = string_spans(reply.text)
+    read = tuple(_read_field(source, reply, spans, name, values, settings)
+                 for name, values in fields)
     return ReplyDistributions(read, reply.text, source.name, sum(f.passes for f in read),
-                   time.perf_counter() - start)
+                              time.perf_counter() - start)
