@@ -61,8 +61,9 @@ MEMORY_LOG = f"{CHECKPOINT_DIR}/memory.jsonl"
 TRACKED_FILES = ("agents_yearly.csv", "model_yearly.csv", "decisions.jsonl", "reflections.jsonl",
                  "cohorts.jsonl", "institutions_yearly.csv", "institutions.jsonl", MEMORY_LOG)
 #: Version of the checkpoint layout; a checkpoint of another one is not resumed (3: the
-#: household state holds the aid certificates of ``sim.group_policy`` and the agent table
-#: their two columns; 4: it holds each home's flood payments, ``preferred_risk.loss_history``).
+#: household state holds the aid certificates of ``sim.instruments.certificates`` and the
+#: agent table their two columns; 4: it holds each home's flood payments,
+#: ``preferred_risk.loss_history``).
 FORMAT = 4
 #: Written last into a checkpoint: the sha256 of its other files.
 SUMS_FILE = "SHA256SUMS.json"

@@ -57,7 +57,8 @@ from governed_broker.run_dir import (
 )
 from governed_broker.sim.baseline import BaselineDecisionMaker
 from governed_broker.sim.csvout import format_row, format_rows
-from governed_broker.sim.model import AGENT_COLUMNS, FloodModel
+from governed_broker.sim.model import FloodModel
+from governed_broker.sim.reporters import AGENT_COLUMNS
 
 #: Where a finished run being replaced is moved (inside ``<out>.partial``) before deletion.
 _REPLACED = TMP_PREFIX + "replaced"

@@ -27,6 +27,16 @@ from governed_broker.config.broker import NumericTest, RuleSeverity
 from governed_broker.config.world import FilePath, Money, Share, Source
 from governed_broker.contracts.institutions import FACTS, Unit
 
+#: The institutions of the world, in the order they decide each year (before the households):
+#: ``"name": "module:Class"`` of a ``governed_broker.sim.institutions.InstitutionAgent``. A new
+#: institution is such a class plus one entry here, with its section in ``InstitutionsConfig``
+#: and ``InstitutionsDomain``, its facts (``contracts.institutions.FACTS``), its levers
+#: (``LEVER_SETTINGS``) and its columns (docs/ARCHITECTURE.md, "Add an institution").
+INSTITUTIONS: dict[str, str] = {
+    "government": "governed_broker.sim.institutions:GovernmentAgent",
+    "insurer": "governed_broker.sim.institutions:InsurerAgent",
+}
+
 #: The world settings each institution may set, as dotted paths of the experiment. The world
 #: implements these (the government's spending comes out of its fund, the insurer's rates go
 #: into every premium); a lever of the domain names one of them.
@@ -209,7 +219,7 @@ class InstitutionsDomain(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> InstitutionsDomain:
-        for name in ("government", "insurer"):
+        for name in INSTITUTIONS:
             domain: InstitutionDomain = getattr(self, name)
             known = {f.name for f in FACTS[name]}
             unknown = sorted(set(domain.facts) - known)
@@ -238,14 +248,14 @@ class InstitutionsDomain(StrictModel):
         return self
 
     def of(self, institution: str) -> InstitutionDomain:
-        """The domain of ``institution`` (``government`` or ``insurer``)."""
+        """The domain of ``institution`` (a name of ``INSTITUTIONS``)."""
         return getattr(self, institution)
 
     def start_problems(self, values: dict[str, float]) -> list[str]:
         """What the starting values of the levers (by world setting) break: the ``range`` and
         ``multiple_of`` limits (a start has no change and spends nothing yet)."""
         problems = []
-        for name in ("government", "insurer"):
+        for name in INSTITUTIONS:
             domain = self.of(name)
             for rule in domain.rules:
                 if rule.kind not in ("range", "multiple_of"):
@@ -331,4 +341,4 @@ class InstitutionsConfig(StrictModel):
     @property
     def llm_makers(self) -> tuple[str, ...]:
         """The institutions an LLM decides for."""
-        return tuple(n for n in ("government", "insurer") if getattr(self, n).maker == "llm")
+        return tuple(n for n in INSTITUTIONS if getattr(self, n).maker == "llm")

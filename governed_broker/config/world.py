@@ -249,6 +249,21 @@ HAZARD_MODES: dict[str, str] = {
 }
 
 
+#: The policy instruments the world composes (``governed_broker.sim.instruments.base``), by name,
+#: in the order their hooks run in each phase: ``"name": "module:Class"`` of an ``Instrument``.
+#: Every one is part of every run and acts while its section of the experiment is set; a new
+#: instrument is such a class plus one entry here (docs/ARCHITECTURE.md, "Add a policy
+#: instrument"). The lender's requirement comes before the certificates: a policy the lender
+#: places ends a certificate, as one the household buys does.
+INSTRUMENTS: dict[str, str] = {
+    "premium_pricing": "governed_broker.sim.instruments.pricing:PremiumPricing",
+    "mandatory_purchase": "governed_broker.sim.instruments.mandatory:MandatoryPurchase",
+    "aid_certificates": "governed_broker.sim.instruments.certificates:AidCertificates",
+    "elevation_grants": "governed_broker.sim.instruments.grants:ElevationGrants",
+    "buyouts": "governed_broker.sim.instruments.buyouts:Buyouts",
+}
+
+
 def _one_of(names: list[str]) -> str:
     """Names for a message: ``'a', 'b' or 'c'``."""
     quoted = [repr(n) for n in names]
@@ -517,8 +532,8 @@ class ElevationConfig(StrictModel):
 
     The programme pays ``subsidy_share`` of the cost as a grant. With an annual
     ``subsidy_budget_usd`` it can fund ``floor(budget / grant)`` grants a year; they are
-    offered before households decide (``sim.subsidy``), so every household is told the price it
-    would really pay, and a grant not taken up is not passed on that year.
+    offered before households decide (``sim.instruments.grants``), so every household is told
+    the price it would really pay, and a grant not taken up is not passed on that year.
     """
 
     source: Source
@@ -551,7 +566,7 @@ class RelocationConfig(StrictModel):
 
 
 class BuyoutConfig(StrictModel):
-    """A buyout programme (FEMA HMGP / NJ Blue Acres-style; ``sim.buyout``).
+    """A buyout programme (FEMA HMGP / NJ Blue Acres-style; ``sim.instruments.buyouts``).
 
     After the year's flood and before households decide, the programme offers to buy the homes
     of owners with repetitive losses (``min_floods`` floods at the home) or substantial damage
@@ -579,7 +594,7 @@ class BuyoutConfig(StrictModel):
 
 class GroupPolicyConfig(StrictModel):
     """Flood insurance that comes with disaster aid (FEMA Group Flood Insurance Policy-style;
-    ``sim.group_policy``).
+    ``sim.instruments.certificates``).
 
     A household of the named zones (the SFHA) that receives an aid grant for a flood while
     uninsured, and has not received aid there before, is given a group certificate: it is

@@ -28,8 +28,6 @@ Unit = Literal["usd", "share", "ratio", "count", "factor"]
 INSTITUTION_STATUSES = ("rule", "approved", "retry_approved", "rejected", "parse_failed")
 #: Statuses in which the fallback levers, not the maker's proposal, were put in force.
 INSTITUTION_FALLBACK_STATUSES = ("rejected", "parse_failed")
-#: The institutions, in the order they decide each year (before the households).
-INSTITUTION_ORDER = ("government", "insurer")
 
 
 @dataclass(frozen=True)

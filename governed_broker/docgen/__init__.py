@@ -11,10 +11,10 @@ A page under ``docs/`` marks a generated section with two HTML comments::
 section that differs (the test suite runs the same comparison). The sections are the output
 column tables (``contracts/columns.py``), the facts institutions observe and the rules of the
 shipped ``institutions.yaml``, the configuration reference (the pydantic models of
-``config/``), the registries of LLM backends, memory engines and hazard modes, the worked
-decision example (``worked_example.py``: the real broker with a scripted model), and the ODD+D
-page's parameter table (every sourced section of ``experiments/baseline.yaml``) and action
-table (``agent_types.yaml``).
+``config/``), the registries of LLM backends, memory engines, hazard modes, policy
+instruments and institutions, the worked decision example (``worked_example.py``: the real
+broker with a scripted model), and the ODD+D page's parameter table (every sourced section of
+``experiments/baseline.yaml``) and action table (``agent_types.yaml``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import annotated_types
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from governed_broker.config import institutions as institutions_config
 from governed_broker.config import llm as llm_config
 from governed_broker.config import memory as memory_config
 from governed_broker.config import world as world_config
@@ -322,6 +323,8 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "llm-backends": lambda: registry_table(llm_config.LLM_BACKENDS, "backend"),
     "memory-engines": lambda: registry_table(memory_config.MEMORY_ENGINES, "engine"),
     "hazard-modes": lambda: registry_table(world_config.HAZARD_MODES, "mode"),
+    "instruments": lambda: registry_table(world_config.INSTRUMENTS, "instrument"),
+    "institutions": lambda: registry_table(institutions_config.INSTITUTIONS, "institution"),
     "worked-example": lambda: worked_example(REPO_ROOT),
     "odd-parameters": parameter_table,
     "odd-actions": action_table,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 from governed_broker.config.base import excerpt
 from governed_broker.config.llm import LLM_BACKENDS, LLMConfig
+from governed_broker.config.registry import load_registered
 from governed_broker.config.yamlsafe import read_yaml
 from governed_broker.llm.base import LLMBackend, LLMError, LLMRequest
 from governed_broker.llm.cache import ResponseCache
@@ -135,13 +135,8 @@ def build_backend(cfg: LLMConfig, base_dir: Path | None = None) -> LLMBackend:
     The builder is looked up by name in ``config.llm.LLM_BACKENDS`` and imported only now, so
     a backend's dependencies are needed only by runs that use it.
     """
-    target = LLM_BACKENDS[cfg.backend]  # the name was checked when the config was loaded
-    module_name, _, attr = target.partition(":")
-    try:
-        builder = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise LLMError(f"llm.backend {cfg.backend!r}: cannot load its builder {target!r} "
-                       f"({exc}); check the LLM_BACKENDS entry") from exc
+    builder = load_registered(LLM_BACKENDS, cfg.backend, kind="backend", setting="llm.backend",
+                              registry_name="LLM_BACKENDS", what="builder", error=LLMError)
     return builder(cfg, base_dir)
 
 

@@ -10,7 +10,6 @@ generator). Insights go straight to long-term memory with their own retrieval sl
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from pydantic import ValidationError
 
 from governed_broker.config.base import ConfigError
 from governed_broker.config.memory import MEMORY_ENGINES, NO_MEMORY, MemoryConfig, MemoryParams
+from governed_broker.config.registry import load_registered
 from governed_broker.config.yamlsafe import read_yaml
 from governed_broker.memory.encoding import CategoryTable
 from governed_broker.memory.item import MEMORY_KINDS, MemoryItem, fidelity_for_age
@@ -600,16 +600,8 @@ def engine_class(name: str) -> type[MemoryEngine]:
         ValueError: ``name`` is not registered.
         ConfigError: its entry cannot be imported (no such module or attribute).
     """
-    target = MEMORY_ENGINES.get(name)
-    if target is None:
-        raise ValueError(f"unknown memory engine {name!r}; registered: "
-                         f"{', '.join(MEMORY_ENGINES)}")
-    module_name, _, attr = target.partition(":")
-    try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"memory.engine {name!r}: cannot load its class {target!r} ({exc}); "
-                          "check the MEMORY_ENGINES entry") from exc
+    return load_registered(MEMORY_ENGINES, name, kind="memory engine",
+                           setting="memory.engine", registry_name="MEMORY_ENGINES")
 
 
 def make_engine(

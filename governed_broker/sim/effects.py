@@ -27,7 +27,6 @@ from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.contracts.effects import EFFECTS, EffectTraits, effect_names, traits_of
 from governed_broker.sim import money
 from governed_broker.sim.damage import damages_usd
-from governed_broker.sim.group_policy import capped_payouts
 
 
 @dataclass(frozen=True)
@@ -49,13 +48,13 @@ class OptionBatch:
         flood_probability: Annual chance that a flood reaches the home (the zone's, from the
             hazard map).
         insured: Whether a policy of the household's own covers next year's flood.
-        certificate: Whether an aid certificate (``sim.group_policy``) covers next year's
-            flood; it pays up to the group policy's coverage and ends when the household buys
-            a policy of its own.
-        subsidised: Whether the elevation grant is offered to the household this year
-            (``sim.subsidy``).
+        certificate: Whether an aid certificate (``sim.instruments.certificates``) covers
+            next year's flood; it pays up to the group policy's coverage and ends when the
+            household buys a policy of its own.
+        subsidy_offered: Whether the elevation grant is offered to the household this year
+            (``sim.instruments.grants``).
         buyout_offered: Whether the buyout programme offers to buy the home this year
-            (``sim.buyout``).
+            (``sim.instruments.buyouts``).
         buyout_price_usd: The price it offers (dollars; 0 without an offer).
         preferred: Whether the home is offered the banded premiums of
             ``insurance.preferred_risk`` (in its zones and, with its loss-history rule, still
@@ -72,7 +71,7 @@ class OptionBatch:
     flood_probability: np.ndarray
     insured: np.ndarray | bool = False
     certificate: np.ndarray | bool = False
-    subsidised: np.ndarray | bool = True
+    subsidy_offered: np.ndarray | bool = True
     buyout_offered: np.ndarray | bool = False
     buyout_price_usd: np.ndarray | float = 0.0
     preferred: np.ndarray | bool = False
@@ -120,7 +119,7 @@ class OptionBatch:
                                          own | by_certificate)
         if by_certificate.any():
             coverage = self.config.finance.aid.group_policy.coverage_usd
-            pay_s, pay_c = capped_payouts(coverage, pay_s, pay_c, by_certificate)
+            pay_s, pay_c = money.capped_payouts(coverage, pay_s, pay_c, by_certificate)
         return d_s + d_c - pay_s - pay_c
 
     def loss_here_usd(self) -> np.ndarray:
@@ -180,7 +179,7 @@ WORLD_EFFECTS: dict[str, WorldEffect] = {
     "elevate": WorldEffect(
         EFFECTS["elevate"],
         cost_usd=lambda b: np.broadcast_to(
-            money.elevation_cost_usd(b.config.elevation, b.subsidised), b.owner.shape),
+            money.elevation_cost_usd(b.config.elevation, b.subsidy_offered), b.owner.shape),
         open_to=lambda b: ~b.elevated),
     "relocate": WorldEffect(
         EFFECTS["relocate"],

@@ -76,7 +76,7 @@ def finance_repairs(
         payment_usd: Yearly payments of the loans held already.
         aid_draw: Uniform draws in [0, 1), one per household (aid when below the probability).
         aid_eligible: Households that may receive aid at all (None: every one;
-            ``sim.group_policy.aid_eligible``).
+            ``sim.instruments.certificates.aid_eligible``).
     """
     need_s, need_c = np.maximum(need_structure_usd, 0.0), np.maximum(need_contents_usd, 0.0)
     need = need_s + need_c

@@ -10,12 +10,11 @@ does not depend on how earlier years were simulated (this keeps resumed runs ide
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 
 import numpy as np
 
-from governed_broker.config.base import ConfigError
+from governed_broker.config.registry import load_registered
 from governed_broker.config.world import HAZARD_MODES, FixedEvent, HazardConfig
 from governed_broker.seeding import child_rng
 
@@ -27,15 +26,8 @@ def hazard_class(mode: str) -> type[Hazard]:
         ValueError: ``mode`` is not registered.
         ConfigError: its entry cannot be imported (no such module or attribute).
     """
-    target = HAZARD_MODES.get(mode)
-    if target is None:
-        raise ValueError(f"unknown hazard mode {mode!r}; registered: {', '.join(HAZARD_MODES)}")
-    module_name, _, attr = target.partition(":")
-    try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"hazard.mode {mode!r}: cannot load its class {target!r} ({exc}); "
-                          "check the HAZARD_MODES entry") from exc
+    return load_registered(HAZARD_MODES, mode, kind="hazard mode", setting="hazard.mode",
+                           registry_name="HAZARD_MODES")
 
 
 def make_hazard(

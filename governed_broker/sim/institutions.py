@@ -25,8 +25,8 @@ cover); cover bought before the run has no premium in the run, so year 1 has no 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol, cast
 
 import mesa
 import numpy as np
@@ -34,6 +34,7 @@ import numpy as np
 from governed_broker.config.base import ConfigError
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.institutions import (
+    INSTITUTIONS,
     LEVER_SETTINGS,
     GovernmentConfig,
     InstitutionDomain,
@@ -41,30 +42,26 @@ from governed_broker.config.institutions import (
     InstitutionsDomain,
     InsurerConfig,
 )
+from governed_broker.config.registry import load_registered
 from governed_broker.contracts.institutions import (
-    INSTITUTION_ORDER,
     InstitutionDecision,
     InstitutionMaker,
     InstitutionSituation,
 )
-from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.institution_makers import RuleGovernment, RuleInsurer
 from governed_broker.sim.institution_rules import limit_violations, within_limits
-from governed_broker.sim.year_state import YearState
+from governed_broker.sim.instruments.base import Access, Instrument, World
+from governed_broker.sim.instruments.buyouts import Buyouts
+from governed_broker.sim.instruments.certificates import AidCertificates
+from governed_broker.sim.quote import expected_payouts_usd
 
 
-class FloodModel(Protocol):
+class FloodModel(World, Protocol):
     """What institutions read of the world (``sim.model.FloodModel`` satisfies it)."""
 
-    config: ExperimentConfig
     n: int
-    year: int
-    hh: HouseholdArrays
-    current: YearState
 
-    def buyout_candidates(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
-
-    def expected_payouts_usd(self, idx: np.ndarray) -> np.ndarray: ...
+    def instrument(self, name: str) -> Instrument: ...
 
 
 def setting_value(config: ExperimentConfig, setting: str) -> float | None:
@@ -83,19 +80,31 @@ def _present(config: ExperimentConfig, setting: str) -> bool:
 
 
 class InstitutionAgent(mesa.Agent):
-    """An institution of the world: its levers in force and its maker.
+    """An institution of the world: its levers in force, its maker, its books.
+
+    A registered institution (``config.institutions.INSTITUTIONS``) subclasses this with its
+    ``name``, its ``rule_maker`` (the class built as ``rule_maker(config, domain)`` when its
+    section says ``maker: rule``) and its hooks: ``open_year`` (before anyone decides),
+    ``facts`` (its ``contracts.institutions.FACTS``), ``settle`` (after the households'
+    decisions are executed), ``columns`` (its part of a row of ``institutions_yearly.csv``),
+    ``state`` and ``restore`` (checkpoints).
 
     Args:
         model: The world.
-        name: ``government`` or ``insurer``.
+        config: Its section of the experiment's ``institutions:``.
         domain: Its levers and rules.
         maker: Who decides for it.
     """
 
-    def __init__(self, model: FloodModel, name: str, domain: InstitutionDomain,
+    #: Its name in ``config.institutions.INSTITUTIONS`` (and ``contracts.institutions.FACTS``).
+    name: ClassVar[str] = ""
+    #: The rule-based maker's class.
+    rule_maker: ClassVar[Callable[[Any, InstitutionDomain], InstitutionMaker]]
+
+    def __init__(self, model: FloodModel, config: Any, domain: InstitutionDomain,
                  maker: InstitutionMaker) -> None:
         super().__init__(model)
-        self.name = name
+        self.config = config
         self.domain = domain
         self.maker = maker
         #: The levers in force (last year's, until this year's decision), by lever id.
@@ -115,8 +124,20 @@ class InstitutionAgent(mesa.Agent):
         """The levers in force as world settings."""
         return {self.domain.levers[k].setting: v for k, v in self.levers.items()}
 
+    def open_year(self, config: ExperimentConfig) -> None:
+        """The year starts with ``config`` in force, before any institution decides."""
+
     def facts(self) -> dict[str, float | int | None]:  # pragma: no cover - abstract
+        """What it observes this year (``contracts.institutions.FACTS[name]``)."""
         raise NotImplementedError
+
+    def settle(self) -> None:
+        """After the households' decisions: what this year paid and earned."""
+
+    def columns(self, facts: Mapping[str, Any]) -> dict[str, Any]:
+        """Its columns of this year's row of ``institutions_yearly.csv`` (``facts``: what it
+        observed this year)."""
+        return {}
 
     def base_state(self) -> dict[str, Any]:
         """The levers in force (for checkpoints)."""
@@ -133,10 +154,12 @@ class GovernmentAgent(InstitutionAgent):
         maker: Who decides for it.
     """
 
+    name = "government"
+    rule_maker = RuleGovernment
+
     def __init__(self, model: FloodModel, config: GovernmentConfig, domain: InstitutionDomain,
                  maker: InstitutionMaker) -> None:
-        super().__init__(model, "government", domain, maker)
-        self.config = config
+        super().__init__(model, config, domain, maker)
         self.balance_usd = float(config.initial_balance_usd)
         self.last_aid_usd = 0.0
         self.last_grants = (0, 0.0)
@@ -159,7 +182,8 @@ class GovernmentAgent(InstitutionAgent):
         m = self.model
         c, hh, idx = m.current, m.hh, m.current.idx
         owner_here = hh.is_owner[idx]
-        eligible, price = m.buyout_candidates(idx)
+        buyouts = cast(Buyouts, m.instrument("buyouts"))
+        eligible, price = buyouts.candidates(Access(m))
         return {
             **self.funds,
             "households_active": len(idx),
@@ -195,6 +219,12 @@ class GovernmentAgent(InstitutionAgent):
         # Needs Assistance pays them from the same programme)
         self.last_aid_usd = float(c.repairs.aid_usd.sum() + c.certificate_premium_usd.sum())
 
+    def columns(self, facts: Mapping[str, Any]) -> dict[str, Any]:
+        """The fund's money this year, what it paid, and its balance at the end."""
+        return {**{k: self.funds[k] for k in ("funds_available_usd", "appropriation_usd",
+                                              "post_disaster_funds_usd")},
+                **self.paid, "balance_end_usd": self.balance_usd}
+
     def state(self) -> dict[str, Any]:
         """Everything that carries from one year to the next (checkpoints)."""
         return {**self.base_state(), "balance_usd": self.balance_usd,
@@ -220,10 +250,12 @@ class InsurerAgent(InstitutionAgent):
         maker: Who decides for it.
     """
 
+    name = "insurer"
+    rule_maker = RuleInsurer
+
     def __init__(self, model: FloodModel, config: InsurerConfig, domain: InstitutionDomain,
                  maker: InstitutionMaker) -> None:
-        super().__init__(model, "insurer", domain, maker)
-        self.config = config
+        super().__init__(model, config, domain, maker)
         self.reserves_usd = float(config.initial_reserves_usd)
         self.premiums_last_year_usd = 0.0
         #: Completed policy years with premiums written in the run: [claims, premiums, claims n].
@@ -242,7 +274,7 @@ class InsurerAgent(InstitutionAgent):
     def facts(self) -> dict[str, float | int | None]:
         """The insurer's facts (``contracts.institutions.INSURER_FACTS``)."""
         m = self.model
-        c, idx = m.current, m.current.idx
+        c = m.current
         self.year_claims = (float(c.payout_usd.sum()), int((c.payout_usd > 0).sum()))
         window = self._window()
         premiums = sum(w[1] for w in window)
@@ -258,7 +290,7 @@ class InsurerAgent(InstitutionAgent):
             else None,
             "experience_years": len(window),
             "experience_claims": int(sum(w[2] for w in window)),
-            "expected_claims_usd": float(m.expected_payouts_usd(idx)[insured].sum()),
+            "expected_claims_usd": float(expected_payouts_usd(m)[insured].sum()),
             "reserves_usd": self.reserves_usd,
         }
 
@@ -277,17 +309,17 @@ class InsurerAgent(InstitutionAgent):
 
     def _certificate_premiums(self) -> float:
         """The aid programme's premiums for next year's cover by aid certificates
-        (``sim.group_policy``): each certificate's premium spread evenly over its term, so that
-        a year's claims are set against the premiums that bought that year's cover (the
-        programme pays the whole term at the grant; the insurer earns it year by year)."""
-        m = self.model
-        group = m.config.finance.aid.group_policy
-        if group is None:
-            return 0.0
-        idx = m.current.idx
-        # a household that left (forced sales too) takes no cover into next year
-        certified = int((m.hh.group_insured[idx] & ~m.hh.relocated[idx]).sum())
-        return certified * group.premium_usd / group.term_years
+        (``AidCertificates.premiums_earned_usd``)."""
+        certificates = cast(AidCertificates, self.model.instrument("aid_certificates"))
+        return certificates.premiums_earned_usd()
+
+    def columns(self, facts: Mapping[str, Any]) -> dict[str, Any]:
+        """Policies, claims and premiums this year, its loss ratios, and its reserves."""
+        return {"policies_in_force": facts["policies_in_force"],
+                "claims_usd": facts["claims_usd"], "n_claims": self.year_claims[1],
+                **self.written, "loss_ratio": _blank(facts["loss_ratio"]),
+                "experience_loss_ratio": _blank(facts["experience_loss_ratio"]),
+                "reserves_end_usd": self.reserves_usd}
 
     def state(self) -> dict[str, Any]:
         """Everything that carries from one year to the next (checkpoints)."""
@@ -307,14 +339,20 @@ def _mean(mask: np.ndarray) -> float:
     return float(np.mean(mask)) if len(mask) else 0.0
 
 
+def institution_class(name: str) -> type[InstitutionAgent]:
+    """The institution registered as ``name`` in ``INSTITUTIONS``, imported now."""
+    return load_registered(INSTITUTIONS, name, kind="institution", setting="institutions",
+                           registry_name="INSTITUTIONS")
+
+
 def rule_makers(config: InstitutionsConfig,
                 domain: InstitutionsDomain) -> dict[str, InstitutionMaker]:
     """The rule-based makers of the institutions a rule decides for."""
     makers: dict[str, InstitutionMaker] = {}
-    if config.government.maker == "rule":
-        makers["government"] = RuleGovernment(config.government, domain.government)
-    if config.insurer.maker == "rule":
-        makers["insurer"] = RuleInsurer(config.insurer, domain.insurer)
+    for name in INSTITUTIONS:
+        section = getattr(config, name)
+        if section.maker == "rule":
+            makers[name] = institution_class(name).rule_maker(section, domain.of(name))
     return makers
 
 
@@ -338,24 +376,21 @@ class Institutions:
         config = model.config.institutions
         assert config is not None
         makers = {**rule_makers(config, domain), **dict(makers or {})}
-        missing = [n for n in INSTITUTION_ORDER if n not in makers]
+        missing = [n for n in INSTITUTIONS if n not in makers]
         if missing:
             raise ConfigError(f"institutions {missing} are decided by 'llm' but no LLM maker "
                               "was built for them")
         self.model = model
-        self.government = GovernmentAgent(model, config.government, domain.government,
-                                          makers["government"])
-        self.insurer = InsurerAgent(model, config.insurer, domain.insurer, makers["insurer"])
+        #: The institutions in decision order (``INSTITUTIONS``).
+        self.agents: tuple[InstitutionAgent, ...] = tuple(
+            institution_class(n)(model, getattr(config, n), domain.of(n), makers[n])
+            for n in INSTITUTIONS)
         self.records: list[dict[str, Any]] = []
 
-    @property
-    def agents(self) -> tuple[GovernmentAgent, InsurerAgent]:
-        """The institutions in decision order."""
-        return self.government, self.insurer
-
     def decide(self, config: ExperimentConfig) -> dict[str, float]:
-        """This year's decisions, government first: the settings to put in force."""
-        self.government.open_year(config)
+        """This year's decisions, in order: the settings to put in force."""
+        for agent in self.agents:
+            agent.open_year(config)
         self.records = []
         in_force: dict[str, dict[str, float]] = {}
         settings: dict[str, float] = {}
@@ -388,30 +423,20 @@ class Institutions:
     def settle(self) -> None:
         """After execution: the fund pays grants and buyouts, the reserves take premiums and
         claims."""
-        self.government.settle()
-        self.insurer.settle()
+        for agent in self.agents:
+            agent.settle()
 
     def row(self) -> dict[str, Any]:
         """This year's row of ``institutions_yearly.csv`` (``contracts.columns``)."""
-        gov, ins = self.government, self.insurer
-        settings = {**gov.settings(), **ins.settings()}
+        settings = {k: v for agent in self.agents for k, v in agent.settings().items()}
         facts = {r["institution"]: r["facts"] for r in self.records}
         row: dict[str, Any] = {"year": self.model.year}
         for agent in self.agents:
             row[f"{agent.name}_maker"], row[f"{agent.name}_status"] = agent.decided
-        for setting in LEVER_SETTINGS["government"] + LEVER_SETTINGS["insurer"]:
+        for setting in (s for name in INSTITUTIONS for s in LEVER_SETTINGS[name]):
             row[setting_column(setting)] = settings.get(setting, "")
-        row.update({k: gov.funds[k] for k in ("funds_available_usd", "appropriation_usd",
-                                              "post_disaster_funds_usd")})
-        row.update(gov.paid)
-        row["balance_end_usd"] = gov.balance_usd
-        insurer = facts["insurer"]
-        row.update({"policies_in_force": insurer["policies_in_force"],
-                    "claims_usd": insurer["claims_usd"],
-                    "n_claims": ins.year_claims[1], **ins.written,
-                    "loss_ratio": _blank(insurer["loss_ratio"]),
-                    "experience_loss_ratio": _blank(insurer["experience_loss_ratio"]),
-                    "reserves_end_usd": ins.reserves_usd})
+        for agent in self.agents:
+            row.update(agent.columns(facts[agent.name]))
         return row
 
     def state(self) -> dict[str, Any]:

@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from governed_broker.contracts.decision import ReflectionTarget
 from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
 from governed_broker.memory.semantic import SemanticMemory
 from governed_broker.memory.texts import MemoryTexts
+from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.year_state import YearState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -160,6 +162,13 @@ class WorldMemory:
         with self.writer.store.batch() if self.writer is not None else nullcontext():
             for i in idx.tolist():
                 self.households[i + 1].end_year(year)
+
+    def reflection_targets(self, hh: HouseholdArrays, zones: list[str],
+                           idx: np.ndarray) -> list[ReflectionTarget]:
+        """The households ``idx`` as year-end reflection sees them, in order."""
+        return [ReflectionTarget(i + 1, "owner" if hh.is_owner[i] else "renter",
+                                 zones[hh.zone_index[i]], self.memory_of(i + 1).engine)
+                for i in idx.tolist()]
 
     def finish(self, year: int, markdown: bool) -> None:
         """End of run: readable exports and the store closed."""

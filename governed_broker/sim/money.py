@@ -12,8 +12,8 @@ Formulas (docs/configuration.md):
   the zone's annual flood chance times the payout of a typical flood at the home's first-floor
   height (``sim.effects.OptionBatch.premium_usd``);
 - payout = payout_share * max(0, min(damage, limit) - deductible), per structure / contents;
-- elevation out-of-pocket = cost * (1 - subsidy_share) with a grant offered (``sim.subsidy``),
-  the full cost without;
+- elevation out-of-pocket = cost * (1 - subsidy_share) with a grant offered
+  (``sim.instruments.grants``), the full cost without;
 - relocation = moving cost (+ owners: (1 - buyout_share) * structure value).
 
 Who can pay for what, and how repairs are financed, is ``sim.finance``. The premium is computed
@@ -123,6 +123,17 @@ def payouts_usd(
     insured = np.asarray(insured, dtype=bool)
     return (np.where(insured, ins.payout_share * pay_s, 0.0),
             np.where(insured, ins.payout_share * pay_c, 0.0))
+
+
+def capped_payouts(coverage_usd: float, pay_structure_usd: np.ndarray,
+                   pay_contents_usd: np.ndarray, capped: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Payouts with those of ``capped`` households scaled down to at most ``coverage_usd``
+    together (structure and contents in proportion; an aid certificate's coverage)."""
+    total = pay_structure_usd + pay_contents_usd
+    scale = np.where(np.asarray(capped, dtype=bool) & (total > coverage_usd),
+                     coverage_usd / np.where(total > 0.0, total, 1.0), 1.0)
+    return pay_structure_usd * scale, pay_contents_usd * scale
 
 
 def payout_usd(

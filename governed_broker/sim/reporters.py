@@ -10,16 +10,26 @@ reporters cover exactly those columns.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from governed_broker.contracts.columns import action_count_column
+from governed_broker.contracts.columns import AGENT_YEARLY, action_count_column, names
+from governed_broker.contracts.columns import model_columns as model_column_table
 from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.year_state import YearState
+
+#: Columns of ``agents_yearly.csv`` (``governed_broker.contracts.columns``).
+AGENT_COLUMNS = names(AGENT_YEARLY)
+
+
+def model_columns(action_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Headers of ``model_yearly.csv`` for a domain: one ``n_<action>`` count per action id
+    of ``agent_types.yaml``, in its order, between the fixed columns."""
+    return names(model_column_table(action_ids))
 
 
 @dataclass(frozen=True)
@@ -70,7 +80,8 @@ class YearView:
 
 Reporter = Callable[[YearView], Any]
 
-#: Columns of ``agents_yearly.csv``: one value per active household.
+#: Columns of ``agents_yearly.csv``: one value per active household (the policy instruments
+#: report their own columns, ``Instrument.report``).
 AGENT_REPORTERS: dict[str, Reporter] = {
     "year": lambda v: np.full(len(v.idx), v.year),
     "agent_id": lambda v: v.idx + 1,
@@ -110,18 +121,11 @@ AGENT_REPORTERS: dict[str, Reporter] = {
     "status": lambda v: v.of_decisions(lambda d: d.status),
     "retries": lambda v: np.array(v.of_decisions(lambda d: d.retries), dtype=np.int64),
     "feasible": lambda v: v.state.feasible,
-    "could_protect": lambda v: v.state.could_protect,
-    "subsidy_offered": lambda v: v.state.subsidy_offered,
-    "subsidy_usd": lambda v: v.state.subsidy_usd,
-    "buyout_offered": lambda v: v.state.buyout_offered,
-    "buyout_usd": lambda v: v.state.buyout_usd,
+    "could_protect": lambda v: v.state.options.could_protect,
     "action_cost_usd": lambda v: v.state.action_cost_usd,
     "premium_usd": lambda v: v.state.premium_usd,
     "elevated_after": lambda v: v.hh.elevated[v.idx].copy(),
     "insured_after": lambda v: v.hh.insured[v.idx].copy(),
-    "insurance_required": lambda v: v.hh.insurance_required[v.idx].copy(),
-    "lender_placed": lambda v: v.state.lender_placed,
-    "group_certificate": lambda v: v.state.certificate,
     "relocated_after": lambda v: v.hh.relocated[v.idx].copy(),
     "loan_payment_usd": lambda v: v.state.payment_due_usd,
     "debt_after_usd": lambda v: v.hh.debt_usd[v.idx].copy(),
@@ -170,9 +174,11 @@ MODEL_REPORTERS: dict[str, Reporter] = {
 }
 
 
-def agent_columns(view: YearView) -> dict[str, Any]:
-    """This year's agent rows as columns (arrays or lists), keyed by output column."""
-    return {name: report(view) for name, report in AGENT_REPORTERS.items()}
+def agent_columns(view: YearView, instrument_columns: Mapping[str, Any]) -> dict[str, Any]:
+    """This year's agent rows as columns (arrays or lists), keyed by output column, the
+    instruments' columns (``Instrument.report``) included."""
+    return {**{name: report(view) for name, report in AGENT_REPORTERS.items()},
+            **instrument_columns}
 
 
 def model_row(view: YearView) -> dict[str, Any]:

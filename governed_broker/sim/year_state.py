@@ -1,4 +1,5 @@
-"""``YearState``: what one simulated year produced, filled phase by phase.
+"""``YearState``: what one simulated year produced, filled phase by phase; ``Quote``: the terms of
+every action this year.
 
 The phases of ``FloodModel.step`` hand their results on through one ``YearState`` (instead of
 a dict of string keys): the world memory reads the impacts from it, the reporters the whole
@@ -17,6 +18,51 @@ from governed_broker.sim.finance import Repairs
 
 def _none() -> np.ndarray:
     return np.zeros(0)
+
+
+@dataclass(frozen=True)
+class ActionTerms:
+    """One action as the world quotes it to the active households (arrays in agent-id order).
+
+    Attributes:
+        cost_usd: Out-of-pocket cost this year (premium included; dollars).
+        premium_usd: The part of the cost that is a premium (dollars).
+        loss_usd: Out-of-pocket loss of a typical flood of the household's zone next year if
+            the household takes the action (dollars).
+        allowed: Open to the household (tenure, ``duration``, its effect's conditions).
+        affordable: The cost fits the household's spending room.
+        lender_placed: Taking it, the household would be insured by its lender's requirement
+            (cost, premium and loss then include the policy).
+    """
+
+    cost_usd: np.ndarray
+    premium_usd: np.ndarray
+    loss_usd: np.ndarray
+    allowed: np.ndarray
+    affordable: np.ndarray
+    lender_placed: np.ndarray
+
+
+@dataclass(frozen=True)
+class Quote:
+    """Every action's terms for the active households this year (``sim.quote.quote``).
+
+    Attributes:
+        actions: Each action's terms, by action id in the domain's order.
+        typical_damage_usd: Damage a typical flood of the zone would do to the home as it
+            stands (dollars).
+        spending_room_usd: What each household can spend on protection this year (dollars).
+        could_protect: Some protective action is open to the household and affordable.
+    """
+
+    actions: dict[str, ActionTerms]
+    typical_damage_usd: np.ndarray
+    spending_room_usd: np.ndarray
+    could_protect: np.ndarray
+
+    def table(self, term: str) -> np.ndarray:
+        """One term of every action as a (households x actions) array, in the domain's order."""
+        return np.column_stack([getattr(t, term) for t in self.actions.values()])
 
 
 @dataclass
@@ -40,12 +86,7 @@ class YearState:
         payment_due_usd: This year's loan payment (dollars).
         repairs: How the out-of-pocket damage was financed (``sim.finance.Repairs``;
             impacts phase).
-        options: Per action: ``cost``, ``premium``, ``allowed``, ``affordable`` and ``loss``
-            arrays (``FloodModel.action_options``; perception phase).
-        typical_damage_usd: Damage a typical flood of the zone would do to the home as it
-            stands (dollars; perception phase).
-        could_protect: Some protective action was open to the household and affordable
-            (perception phase).
+        options: Every action's terms (``sim.quote``; perception phase).
         neighbour_shares: Share of neighbours insured / elevated / relocated at the end of
             last year (perception phase).
         trust_insurance: Trust in insurance at decision time (perception phase).
@@ -59,16 +100,18 @@ class YearState:
         lender_placed: The lender renewed the policy for next year because the executed
             action did not insure (mandatory purchase; execution).
         certificate: An aid certificate covered next year's flood at decision time
-            (``sim.group_policy``; perception phase).
+            (``sim.instruments.certificates``; perception phase).
         certificate_premium_usd: Premium the aid programme paid the insurer for a
             certificate given this year (dollars, its whole term; impacts phase).
-        subsidy_offered: The elevation grant was offered this year (``sim.subsidy``;
-            perception phase).
+        subsidy_offered: The elevation grant was offered this year
+            (``sim.instruments.grants``; perception phase).
         subsidy_usd: Elevation grant paid this year (dollars; execution).
-        buyout_offered: The buyout programme offered to buy the home (``sim.buyout``;
-            perception phase).
+        buyout_offered: The buyout programme offered to buy the home
+            (``sim.instruments.buyouts``; perception phase).
         buyout_price_usd: The price offered (dollars; 0 without an offer; perception phase).
         buyout_usd: The price paid for a home sold to the programme (dollars; execution).
+        preferred: Offered the banded premiums of ``insurance.preferred_risk``
+            (``sim.instruments.pricing``; perception phase).
     """
 
     idx: np.ndarray
@@ -86,9 +129,7 @@ class YearState:
     payout_usd: np.ndarray = field(default_factory=_none)
     out_of_pocket_usd: np.ndarray = field(default_factory=_none)
     repairs: Repairs | None = None
-    options: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
-    typical_damage_usd: np.ndarray = field(default_factory=_none)
-    could_protect: np.ndarray = field(default_factory=_none)
+    options: Quote | None = None
     neighbour_shares: dict[str, np.ndarray] = field(default_factory=dict)
     trust_insurance: np.ndarray = field(default_factory=_none)
     trust_neighbours: np.ndarray = field(default_factory=_none)
@@ -106,6 +147,7 @@ class YearState:
     buyout_offered: np.ndarray = field(default_factory=_none)
     buyout_price_usd: np.ndarray = field(default_factory=_none)
     buyout_usd: np.ndarray = field(default_factory=_none)
+    preferred: np.ndarray = field(default_factory=_none)
 
     @property
     def damage_usd(self) -> np.ndarray:

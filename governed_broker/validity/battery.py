@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.config.base import ConfigError, StrictModel, excerpt
@@ -66,6 +72,13 @@ class VignetteSpec(StrictModel):
         earlier_floods: Floods of earlier years (each ``years_ago`` < ``year``).
         neighbours: What the neighbours did by the end of last year.
         cost_factor: Per effect name, a factor on the world's price of its actions.
+        programme_state: By name, the household's state in the experiment's policy
+            instruments (``insurance_required``, ``group_policy_years``, ``group_insured``,
+            ``aid_requires_insurance``, ``flood_payments``, ``large_flood_payments``) and
+            offers stated rather than made (``subsidy_offered``, ``buyout_offered``,
+            ``buyout_price_usd``, ``certificate``, ``preferred``); what it does not name is
+            that of a household new to the run, to which the programmes make their offers
+            alone (``sim.world_of_one``).
     """
 
     tenure: Literal["owner", "renter"]
@@ -84,6 +97,16 @@ class VignetteSpec(StrictModel):
     earlier_floods: list[EarlierFlood] = []
     neighbours: NeighbourShares
     cost_factor: dict[str, Annotated[float, Field(gt=0, le=100)]] = {}
+    programme_state: dict[str, bool | Annotated[float, Field(ge=0, le=MAX_USD)]] = {}
+
+    @model_serializer(mode="wrap")
+    def _without_empty_state(self, handler: Any) -> dict[str, Any]:
+        # a vignette without programme state dumps (and so keys its card) as before the
+        # field existed
+        data = handler(self)
+        if not self.programme_state:
+            data.pop("programme_state", None)
+        return data
 
     @field_validator("cost_factor")
     @classmethod

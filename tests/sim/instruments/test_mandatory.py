@@ -9,7 +9,7 @@ import pytest
 from governed_broker.config import ConfigError
 from governed_broker.config.world import MandatoryPurchaseConfig
 from governed_broker.sim import FloodModel
-from governed_broker.sim.mandatory import draw_required, with_insurance
+from governed_broker.sim.instruments.mandatory import draw_required, with_insurance
 from tests.sim.test_model import POP_HEADER, Scripted, run
 
 POP_ROWS = [

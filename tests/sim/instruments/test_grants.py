@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from governed_broker.config.world import ElevationConfig
 from governed_broker.sim import FloodModel
-from governed_broker.sim.subsidy import grants_funded, subsidy_offers
+from governed_broker.sim.instruments.grants import grants_funded, subsidy_offers
 from tests.sim.test_model import POP_HEADER, Scripted, run
 
 #: Five owners who may elevate (incomes 90k, 30k, 60k, 20k, 45k) and a renter.

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from governed_broker.config import ConfigError
 from governed_broker.config.world import BuyoutConfig
 from governed_broker.sim import FloodModel
-from governed_broker.sim.buyout import buyout_offers
+from governed_broker.sim.instruments.buyouts import buyout_offers
 from tests.sim.test_model import POP_HEADER, Scripted, run
 
 POP_ROWS = [

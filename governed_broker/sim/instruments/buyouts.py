@@ -8,14 +8,22 @@ programme goes through the eligible owners in its allocation order (``first_come
 order drawn from the year's seeded stream; ``by_need``: lowest income first, ties in agent-id
 order) and makes each offer whose price still fits what is left: the offers' prices, and hence
 what the programme can pay, never exceed the budget, whatever the households choose.
+
+``Buyouts`` is the instrument; its output columns are ``buyout_offered`` and ``buyout_usd``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from governed_broker.config.world import BuyoutConfig
+from governed_broker.seeding import child_rng
 from governed_broker.sim.allocation import allocation_order
+from governed_broker.sim.effects import Executed
+from governed_broker.sim.instruments.base import Access, Instrument
+from governed_broker.sim.reporters import YearView
 
 
 def eligible_for_buyout(config: BuyoutConfig, owner: np.ndarray, floods: np.ndarray,
@@ -60,3 +68,53 @@ def buyout_offers(config: BuyoutConfig, eligible: np.ndarray, price_usd: np.ndar
             offered[i] = True
             left -= price
     return offered
+
+
+class Buyouts(Instrument):
+    """The buyout programme (module documentation)."""
+
+    name = "buyouts"
+
+    def candidates(self, access: Access) -> tuple[np.ndarray, np.ndarray]:
+        """The active households the programme's rules make eligible this year and the price
+        it would offer each: owners with repetitive or substantial losses to whom an action
+        that sells to the programme is open; none without a programme."""
+        world = self.world
+        hh, programme, c = world.hh, world.config.buyout, world.current
+        idx = c.idx
+        if programme is None:
+            return np.zeros(len(idx), dtype=bool), np.zeros(len(idx))
+        may_sell = access.any_open(lambda t: t.bought_out)
+        pre_flood = hh.structure_value_usd[idx] + hh.unrepaired_usd[idx]
+        eligible = may_sell & eligible_for_buyout(
+            programme, hh.is_owner[idx], hh.floods_experienced[idx],
+            c.damage_structure_usd, pre_flood)
+        return eligible, programme.price_share * pre_flood
+
+    def offer(self, access: Access) -> dict[str, Any]:
+        """``buyout_offered`` and ``buyout_price_usd``: the eligible households the budget and
+        the allocation reach, and the price (0 without an offer)."""
+        world, programme = self.world, self.world.config.buyout
+        eligible, price_usd = self.candidates(access)
+        if programme is not None:
+            rng = child_rng(world.seed, "buyout", world.year)
+            eligible = buyout_offers(programme, eligible, price_usd,
+                                     world.hh.income_usd[world.current.idx], rng)
+            price_usd = np.where(eligible, price_usd, 0.0)
+        return {"buyout_offered": eligible, "buyout_price_usd": price_usd}
+
+    def facts(self) -> list[dict[str, Any]]:
+        """``buyout_offer_usd``, only where an offer is made (the situations of the others stay
+        as they were)."""
+        offers = self.world.current.buyout_price_usd.tolist()
+        return [{"buyout_offer_usd": o} if o else {} for o in offers]
+
+    def execute(self, done: Executed, executed: np.ndarray, insured: np.ndarray) -> np.ndarray:
+        """The price is paid for the homes sold to the programme."""
+        c = self.world.current
+        c.buyout_usd = np.where(done.bought_out, c.buyout_price_usd, 0.0)
+        return insured
+
+    def report(self, view: YearView) -> dict[str, Any]:
+        """``buyout_offered`` and ``buyout_usd``."""
+        return {"buyout_offered": view.state.buyout_offered, "buyout_usd": view.state.buyout_usd}

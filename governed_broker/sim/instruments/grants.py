@@ -12,15 +12,24 @@ they choose. A grant offered and not taken lapses with the year (the budget is a
 Allocation (``subsidy_allocation``):
 - ``first_come``: applications arrive in a random order, drawn from the year's seeded stream;
 - ``by_need``: lowest income first (ties in agent-id order).
+
+``ElevationGrants`` is the instrument; its output columns are ``subsidy_offered`` and
+``subsidy_usd``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from governed_broker.config.world import ElevationConfig
+from governed_broker.seeding import child_rng
 from governed_broker.sim.allocation import allocation_order
+from governed_broker.sim.effects import Executed
+from governed_broker.sim.instruments.base import Access, Instrument
 from governed_broker.sim.money import elevation_grant_usd
+from governed_broker.sim.reporters import YearView
 
 
 def grants_funded(elev: ElevationConfig) -> int | None:
@@ -57,3 +66,31 @@ def subsidy_offers(elev: ElevationConfig, eligible: np.ndarray, income_usd: np.n
     offered = np.zeros(len(eligible), dtype=bool)
     offered[queue[:slots]] = True
     return offered
+
+
+class ElevationGrants(Instrument):
+    """The elevation grant programme (module documentation)."""
+
+    name = "elevation_grants"
+
+    def offer(self, access: Access) -> dict[str, Any]:
+        """``subsidy_offered``: the grant, to households whose home is not elevated and to
+        whom an elevating action is open, within the programme's budget."""
+        world = self.world
+        idx = world.current.idx
+        eligible = access.any_open(lambda t: t.elevates) & ~world.hh.elevated[idx]
+        rng = child_rng(world.seed, "elevation_subsidy", world.year)
+        return {"subsidy_offered": subsidy_offers(world.config.elevation, eligible,
+                                                  world.hh.income_usd[idx], rng)}
+
+    def execute(self, done: Executed, executed: np.ndarray, insured: np.ndarray) -> np.ndarray:
+        """The grant is paid where an offered household elevated."""
+        c = self.world.current
+        c.subsidy_usd = np.where(done.elevated & c.subsidy_offered,
+                                 elevation_grant_usd(self.world.config.elevation), 0.0)
+        return insured
+
+    def report(self, view: YearView) -> dict[str, Any]:
+        """``subsidy_offered`` and ``subsidy_usd``."""
+        return {"subsidy_offered": view.state.subsidy_offered,
+                "subsidy_usd": view.state.subsidy_usd}

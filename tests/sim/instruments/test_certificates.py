@@ -1,5 +1,6 @@
-"""Flood insurance that comes with disaster aid (``sim.group_policy``): who gets a certificate,
-what it covers and for how long, and aid withheld from recipients who did not keep insurance."""
+"""Flood insurance that comes with disaster aid (``sim.instruments.certificates``): who gets a
+certificate, what it covers and for how long, and aid withheld from recipients who did not keep
+insurance."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 from governed_broker.config import ConfigError
 from governed_broker.config.world import GroupPolicyConfig
 from governed_broker.sim import FloodModel
-from governed_broker.sim.group_policy import aid_eligible, capped_payouts, new_certificates
+from governed_broker.sim.instruments.certificates import aid_eligible, new_certificates
+from governed_broker.sim.money import capped_payouts
 from tests.sim.test_model import POP_HEADER, Scripted, run
 
 POP_ROWS = [
