@@ -147,14 +147,20 @@ class Node:
         prefix: The part of the value (and of the text before it in the same token) already
             written when this position is read ("" at the field's first position).
         branches: The tokens the grammar allows here, among the top ``k``.
-        forbidden_mass: Raw probability of the top-``k`` tokens the grammar forbids here.
+        forbidden: The top-``k`` tokens the grammar forbids here (kept, with the branches, so
+            that a sampler's truncation can be worked out from the raw probabilities).
         unseen_mass: Raw probability beyond the top ``k`` (one minus their sum).
     """
 
     prefix: str
     branches: tuple[Branch, ...]
-    forbidden_mass: float
+    forbidden: tuple[Candidate, ...]
     unseen_mass: float
+
+    @property
+    def forbidden_mass(self) -> float:
+        """Raw probability of the top-``k`` tokens the grammar forbids here."""
+        return sum(math.exp(c.logprob) for c in self.forbidden)
 
     @property
     def allowed_mass(self) -> float:
@@ -175,12 +181,12 @@ class Node:
 
     def to_json(self) -> dict[str, Any]:
         """The node and everything below it, as JSON."""
-        return {"prefix": self.prefix, "forbidden_mass": self.forbidden_mass,
-                "unseen_mass": self.unseen_mass,
+        return {"prefix": self.prefix, "unseen_mass": self.unseen_mass,
                 "branches": [{"token": b.token.shown(), "logprob": b.logprob,
                               **({"value": b.value} if b.child is None
                                  else {"child": b.child.to_json()})}
-                             for b in self.branches]}
+                             for b in self.branches],
+                "forbidden": [[c.token.shown(), c.logprob] for c in self.forbidden]}
 
 
 @dataclass(frozen=True)
@@ -382,14 +388,12 @@ class _Walk:
                 f"{self.settings.max_passes} positions read; lower the readout's top_k")
         self.passes += 1
         candidates = self.source.top_tokens(self.reply, prefix, self.settings.top_k)
-        branches, forbidden, seen = [], 0.0, 0.0
+        branches, forbidden = [], []
         for c in candidates:
-            p = math.exp(c.logprob)
-            seen += p
             text = written + c.token.text
             values = self.consistent(text)
             if not values:
-                forbidden += p
+                forbidden.append(c)
             elif len(values) == 1:  # settled: the grammar forces the rest and the quote
                 branches.append(Branch(c.token, c.logprob, value=values[0]))
             else:
@@ -401,7 +405,8 @@ class _Walk:
                 f"{self.source.name}: field {self.field}: none of the {len(candidates)} most "
                 f"probable tokens after {shown!r} is allowed by the reply grammar; read more "
                 "tokens (a larger top_k)")
-        return Node(shown, tuple(branches), forbidden, max(0.0, 1.0 - seen))
+        seen = sum(math.exp(c.logprob) for c in candidates)
+        return Node(shown, tuple(branches), tuple(forbidden), max(0.0, 1.0 - seen))
 
 
 def _check_on_path(source: TokenSource, field_name: str, root: Node, written: Token) -> None:

@@ -53,7 +53,8 @@ def test_threat_renormalised_over_the_allowed_tokens_and_chained_over_multi_toke
     threat = read_distributions(source, request()).field("threat_appraisal.label")
     close(threat.distribution(), THREAT_EXPECTED)
     assert sum(threat.probabilities) == pytest.approx(1.0)
-    assert threat.forbidden_mass == pytest.approx(0.2)  # "|" and "None"
+    assert threat.forbidden_mass == pytest.approx(0.2)
+    assert {c.token.shown() for c in threat.root.forbidden} == {"|", "None"}
     assert threat.unseen_mass == pytest.approx(0.0)
     # one pass at the label, one after "V" (VL or VH); none after a settled label
     assert threat.passes == 2
