@@ -167,17 +167,39 @@ class Node:
         """Raw probability of the allowed tokens read here."""
         return sum(math.exp(b.logprob) for b in self.branches)
 
+    @property
+    def resolved(self) -> bool:
+        """Whether some allowed token read here leads to a value (a node deep in a branch
+        may have none among the top ``k``: the model wanted to write another word)."""
+        return any(b.child is None or b.child.resolved for b in self.branches)
+
+    def _resolved_branches(self) -> list[Branch]:
+        return [b for b in self.branches if b.child is None or b.child.resolved]
+
     def distribution(self) -> dict[str, float]:
         """Probability of each value reachable from here (sums to 1): each allowed token's
-        share of the allowed mass, times the distribution below it."""
-        total = self.allowed_mass
+        share of the allowed mass, times the distribution below it, over the tokens that lead
+        to a value (an unresolved branch's mass goes to the others in proportion)."""
+        branches = self._resolved_branches()
+        total = sum(math.exp(b.logprob) for b in branches)
         out: dict[str, float] = {}
-        for b in self.branches:
+        for b in branches:
             share = math.exp(b.logprob) / total
             below = {b.value: 1.0} if b.child is None else b.child.distribution()
             for value, p in below.items():
                 out[value] = out.get(value, 0.0) + share * p  # type: ignore[index]
         return out
+
+    def unresolved_share(self) -> float:
+        """The share of this node's allowed mass on token paths that reach no value among
+        the tokens read (left out of ``distribution``)."""
+        total = self.allowed_mass
+        lost = 0.0
+        for b in self.branches:
+            if b.child is not None:
+                below = b.child.unresolved_share() if b.child.resolved else 1.0
+                lost += math.exp(b.logprob) / total * below
+        return lost
 
     def to_json(self) -> dict[str, Any]:
         """The node and everything below it, as JSON."""
@@ -223,10 +245,18 @@ class FieldDistribution:
         """Raw probability beyond the tokens read at the field's first token."""
         return self.root.unseen_mass
 
+    @property
+    def unresolved_mass(self) -> float:
+        """Probability (under the grammar) of the token paths that reached no allowed value
+        among the tokens read, left out and the rest renormalised (small: such paths begin
+        with improbable tokens)."""
+        return self.root.unresolved_share()
+
     def to_json(self) -> dict[str, Any]:
         return {"field": self.field, "distribution": self.distribution(),
                 "path_value": self.path_value, "forbidden_mass": self.forbidden_mass,
-                "unseen_mass": self.unseen_mass, "passes": self.passes,
+                "unseen_mass": self.unseen_mass, "unresolved_mass": self.unresolved_mass,
+                "passes": self.passes,
                 "tree": self.root.to_json()}
 
 
@@ -400,11 +430,6 @@ class _Walk:
                 child = self.node([*prefix, c.token], text)
                 branches.append(Branch(c.token, c.logprob, child=child))
         shown = written.decode("utf-8", errors="replace")
-        if not branches:
-            raise ReadoutError(
-                f"{self.source.name}: field {self.field}: none of the {len(candidates)} most "
-                f"probable tokens after {shown!r} is allowed by the reply grammar; read more "
-                "tokens (a larger top_k)")
         seen = sum(math.exp(c.logprob) for c in candidates)
         return Node(shown, tuple(branches), tuple(forbidden), max(0.0, 1.0 - seen))
 
@@ -449,6 +474,11 @@ def _read_field(source: TokenSource, reply: GreedyReply, spans: Mapping[str, _Sp
     walk = _Walk(source, reply, field_name,
                  {v: lead + _json_body(v) + b'"' for v in values}, after or b"}", settings)
     root = walk.node(reply.tokens[:index], b"")
+    if not root.resolved:
+        raise ReadoutError(
+            f"{source.name}: field {field_name}: no token path among the "
+            f"{settings.top_k} most probable tokens at each position leads to an allowed "
+            "value; read more tokens (a larger top_k)")
     _check_on_path(source, field_name, root, reply.tokens[index])
     dist = root.distribution()
     return FieldDistribution(field_name, tuple(values), tuple(dist.get(v, 0.0) for v in values),

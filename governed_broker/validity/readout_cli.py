@@ -74,8 +74,10 @@ def format_readout(result: Any) -> str:
             f = r.field(name)
             mean = (f"  E[rank] {result.expected(v, measure):.2f}"
                     if measure != "action" else "")
+            lost = (f"; unresolved {f.unresolved_mass:.3f}"
+                    if f.unresolved_mass >= 0.0005 else "")
             lines.append(f"  {measure:<7}{_dist(f.distribution())}{mean}  (greedy "
-                         f"{f.path_value}; forbidden {f.forbidden_mass:.3f})")
+                         f"{f.path_value}; forbidden {f.forbidden_mass:.3f}{lost})")
     lines += ["", "expected measure by level (label ranks from 0 = "
               f"{result.labels[0]}; share: probability of an action with the effect)"]
     for t in result.level_means():

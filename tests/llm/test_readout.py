@@ -163,8 +163,23 @@ def test_a_token_that_writes_the_opening_quote_and_the_label():
 
 def test_no_allowed_token_among_those_read_is_an_error():
     rules = [(r'"label": "$', {"|": 0.6, "None": 0.4}), *RULES]
-    with pytest.raises(ReadoutError, match="none of the 2 most probable tokens"):
+    with pytest.raises(ReadoutError, match="no token path among the 20 most probable"):
         read_distributions(ToySource(reply(), rules), request())
+
+
+def test_a_branch_that_reaches_no_allowed_value_is_left_out_and_reported():
+    """After "ele" the toy wants another word ("x": elevation, say): that branch reaches no
+    action among the tokens read; its mass goes to the others in proportion, and is reported."""
+    rules = [(r'"decision": "ele$', {"x": 1.0}), *RULES]
+    decision = read_distributions(ToySource(reply(), rules), request()).field("decision")
+    resolved = 0.40 + 0.20 + 0.05 + 0.05
+    close(decision.distribution(), {
+        "do_nothing": 0.40 / resolved, "buy_insurance": 0.20 / resolved,
+        "elevate_house": 0.05 / resolved * 5.6 / 9,
+        "elevate_and_insure": 0.05 / resolved * 3.4 / 9, "relocate": 0.05 / resolved})
+    assert decision.unresolved_mass == pytest.approx(0.25 / 0.95)
+    assert read_distributions(ToySource(reply()), request()).field(
+        "decision").unresolved_mass == 0.0
 
 
 def test_top_k_limits_what_is_seen_and_reports_the_rest():
