@@ -167,6 +167,7 @@ class ChatLogprobsSource:
         messages = [dict(m) for m in request.messages]
         data = self._post({"messages": messages, "temperature": 0.0, "seed": 0,
                            "max_tokens": request.max_tokens, "logprobs": True,
+                           "top_logprobs": 1,  # the tokens are what is needed here
                            "response_format": openai_response_format(request.json_schema)})
         steps = _logprob_steps(data, self.name)
         tokens = tuple(_token(s) for s in steps)
