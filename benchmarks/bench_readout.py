@@ -57,7 +57,7 @@ class Timed:
             self.pass_s.append(time.perf_counter() - start)
 
 
-def measure(model: str, experiment_file: Path, n: int) -> dict[str, Any]:
+def measure(model: str, experiment_file: Path, n: int, threads: int | None) -> dict[str, Any]:
     from governed_broker.config.loader import load_experiment
     from governed_broker.config.resolved import resolve_experiment
     from governed_broker.llm import build_backend
@@ -70,8 +70,10 @@ def measure(model: str, experiment_file: Path, n: int) -> dict[str, Any]:
     from governed_broker.validity.readout import vignette_request
     from governed_broker.validity.situations import zone_probabilities
 
-    experiment = resolve_experiment(load_experiment(
-        experiment_file, [f"llm.model={model}", "llm.cache.mode=off"]))
+    overrides = [f"llm.model={model}", "llm.cache.mode=off"]
+    if threads is not None:
+        overrides.append(f"llm.threads={threads}")
+    experiment = resolve_experiment(load_experiment(experiment_file, overrides))
     config = experiment.config
     battery = load_battery(config.resolve_path(config.validity.battery_dir), experiment.domain)
     plan = plan_battery(battery, experiment.domain, zone_probabilities(experiment))
@@ -129,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="catalogue model (repeatable; default: the catalogue default)")
     parser.add_argument("--experiment", type=Path, default=ROOT / "experiments" / "demo.yaml")
     parser.add_argument("--vignettes", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="llm.threads (default: all usable cores; 1 is faster on a busy "
+                        "machine)")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
     from governed_broker.llm.catalogue import default_model_name
@@ -136,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for model in args.model or [default_model_name()]:
         before = os.getloadavg()
-        result = measure(model, args.experiment, args.vignettes)
+        result = measure(model, args.experiment, args.vignettes, args.threads)
         result["loadavg_before"], result["loadavg_after"] = before, os.getloadavg()
         results.append(result)
         print(summary(result))
