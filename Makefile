@@ -1,7 +1,8 @@
 # Two-command set-up (see README "Quick start"):
 #   make demo   - create .venv, install the project (with the explorer) and the embedded LLM,
-#                 run experiments/demo.yaml
+#                 run experiments/demo.yaml; extra settings: make demo ARGS="--set seed=7"
 #   make test   - the same set-up, then the whole test suite (what CI runs)
+#   make notebooks - the same set-up plus JupyterLab, then open notebooks/ in the browser
 # Needs python3 >= 3.11 on PATH (override with `make PYTHON=python3.12 ...`).
 
 PYTHON ?= python3
@@ -9,7 +10,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup model demo test lint clean
+ARGS   ?=
+
+.PHONY: setup model demo test notebooks lint clean
 
 setup: $(STAMP)
 
@@ -26,10 +29,14 @@ model: setup
 	$(VENV)/bin/governed-broker model pull
 
 demo: model
-	$(PY) run.py experiments/demo.yaml --overwrite
+	$(PY) run.py experiments/demo.yaml --overwrite $(ARGS)
 
 test: model
 	$(PY) -m pytest
+
+notebooks: setup
+	$(PY) -m pip install --quiet -e ".[dev,explore,notebooks]"
+	$(VENV)/bin/jupyter lab notebooks/ $(ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from governed_broker.config.memory import MemoryParams
 from governed_broker.memory import EpisodicStore, HumanCentricMemoryEngine, TfidfEmbedder
 from governed_broker.memory.vector_index import FaissFlatIndex
 
@@ -34,7 +35,7 @@ def timed(fn, repeat: int) -> float:
 
 def engine_with_long_term(n: int, seed: int = 0) -> HumanCentricMemoryEngine:
     rng = np.random.default_rng(seed)
-    e = HumanCentricMemoryEngine(rng=np.random.default_rng(seed), window_size=5)
+    e = HumanCentricMemoryEngine(MemoryParams(window_size=5), rng=np.random.default_rng(seed))
     for i in range(n):
         kind = rng.random()
         if kind < 0.01:

@@ -1,5 +1,6 @@
-"""Scale benchmarks (issue 15): framework cost per household-year, checkpoints, saturation,
-cohort mode.
+"""Scale benchmarks (issue 15).
+
+Framework cost per household-year, checkpoints, saturation, cohort mode.
 
 Usage: python benchmarks/bench_scale.py [--sections cost years checkpoint saturation cohort
        basin] [--http] [--json PATH]
@@ -81,8 +82,10 @@ def settings(households: int, years: int, cache: Path, extra: list[str] = ()) ->
 
 
 class YearClock:
-    """Records CPU time, wall time, checkpoint bytes and LLM calls so far (``calls``, a
-    counter) at the end of every checkpoint."""
+    """Records CPU time, wall time.
+
+    Checkpoint bytes and LLM calls so far (``calls``, a counter) at the end of every checkpoint.
+    """
 
     def __init__(self, calls: CallCounter | None = None) -> None:
         self.ends: list[tuple[float, float]] = []
@@ -112,8 +115,10 @@ class YearClock:
         ckpt.CheckpointWriter.write = self._original
 
     def _written(self, root: Path) -> int:
-        """Bytes written under ``root`` since the last call: new or replaced files whole,
-        files appended to by their growth."""
+        """Bytes written under ``root`` since the last call.
+
+        New or replaced files whole, files appended to by their growth.
+        """
         now = {str(p): (p.stat().st_ino, p.stat().st_size) for p in root.rglob("*")
                if p.is_file()}
         total = 0
@@ -125,8 +130,11 @@ class YearClock:
 
 
 class CallCounter:
-    """Counts the LLM calls of a run (every call the call log records: decisions, re-asks and
-    reflections, answered by the backend or the cache)."""
+    """Counts the LLM calls of a run.
+
+    Every call the call log records: decisions, re-asks and reflections, answered by the backend or
+    the cache.
+    """
 
     def __init__(self) -> None:
         self.calls = 0
@@ -147,8 +155,10 @@ class CallCounter:
 
 
 class LLMClock:
-    """CPU seconds spent inside the scripted backend's ``achat`` (the instant "LLM" itself:
-    matching the prompt, encoding and parsing its reply), to tell it from the framework's."""
+    """CPU seconds spent inside the scripted backend's ``achat``, to tell it from the framework's.
+
+    The instant "LLM" itself: matching the prompt, encoding and parsing its reply.
+    """
 
     def __init__(self) -> None:
         self.cpu_s = 0.0
@@ -355,9 +365,11 @@ def section_saturation(args) -> dict[str, Any]:
 
 
 def _saturation_http(args, slots: int) -> dict[str, Any]:
-    """One year against benchmarks/simulated_ollama.py (its own process) through the ollama
-    client: the Ollama HTTP API, ``llm.concurrency`` = ``--http-queue`` x the server's slots
-    (above 1, requests also wait in the server's queue)."""
+    """One year against benchmarks/simulated_ollama.py (its own process) through the ollama client.
+
+    The Ollama HTTP API, ``llm.concurrency`` = ``--http-queue`` x the server's slots (above 1,
+    requests also wait in the server's queue).
+    """
     latency = slots / args.server_rate
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("simulated_ollama.py")), "--slots",
@@ -397,9 +409,11 @@ def _scripted(script: Path, name: str) -> str:
 
 
 def section_cohort(args) -> dict[str, Any]:
-    """Cohort mode against a full run on ``--cohort-households`` of experiments/
-    basin_cohort.yaml for ``--cohort-years``, with the synthetic stochastic responder
-    (benchmarks/stochastic_llm.yaml): speed-up and the differences cohort-check reports."""
+    """Cohort mode against a full run (synthetic stochastic responder).
+
+    On ``--cohort-households`` of experiments/basin_cohort.yaml for ``--cohort-years``, with
+    benchmarks/stochastic_llm.yaml: speed-up and the differences cohort-check reports.
+    """
     from governed_broker.analysis.cohort import cohort_check, write_report
 
     with tempfile.TemporaryDirectory(prefix="bench_cohort_") as tmp:
@@ -422,8 +436,10 @@ def section_cohort(args) -> dict[str, Any]:
 
 
 def section_basin(args) -> dict[str, Any]:
-    """experiments/basin_cohort.yaml in full (10,000 x 30, cohort mode) on the instant
-    script: seconds, peak memory and the cohort statistics."""
+    """experiments/basin_cohort.yaml in full (10,000 x 30, cohort mode) on the instant script.
+
+    Seconds, peak memory and the cohort statistics.
+    """
     import resource
 
     with tempfile.TemporaryDirectory(prefix="bench_basin_") as tmp:
@@ -450,10 +466,12 @@ SECTIONS = {"cost": section_cost, "years": section_years, "checkpoint": section_
 
 
 def reference_loop_s() -> float:
-    """CPU seconds of a fixed pure-Python loop (10 million additions in a function): the
-    machine's speed when the figures were taken, printed before and after them. A shared
-    machine's speed changes between days and even hours; compare figures taken at similar
-    reference times, or paired runs of two checkouts."""
+    """CPU seconds of a fixed pure-Python loop (10 million additions in a function).
+
+    The machine's speed when the figures were taken, printed before and after them. A shared
+    machine's speed changes between days and even hours; compare figures taken at similar reference
+    times, or paired runs of two checkouts.
+    """
     t0, total = time.process_time(), 0
     for i in range(10_000_000):
         total += i

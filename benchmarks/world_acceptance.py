@@ -113,12 +113,13 @@ def report(tables: list[pd.DataFrame]) -> str:
         lines.append(f"   {group:<12} {_interval(values)}")
     fit = fit_replicates(tables)
     low, high = fit.score_ci
-    lines += ["", "5. benchmark fit (score = weighted share of computable targets in range)",
+    lines += ["", "5. benchmark fit (score = weighted share of computable, scored targets in "
+                  "range)",
               f"   score per run: {[round(s, 3) for s in fit.scores]}",
               f"   mean {fit.score_mean:.3f} [{low:.3f}, {high:.3f}]  pass mark "
               f"{fit.pass_mark}: {'PASS' if fit.passed else 'FAIL'}"]
     table = fit.table[["id", "n", "mean", "ci_low", "ci_high", "low", "high", "share_in_range",
-                       "status"]]
+                       "status", "scored"]]
     lines += ["", table.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
     return "\n".join(lines)
 

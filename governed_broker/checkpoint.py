@@ -145,6 +145,15 @@ class CheckpointWriter:
         }
         return _write_dir(self.work, model.year, arrays, meta)
 
+    def outputs(self) -> dict[str, dict[str, Any]]:
+        """Size and sha256 of every output file as of the last checkpoint.
+
+        The memory log, a work file, is left out. This is what the manifest records
+        (``run_dir.output_problems``).
+        """
+        return {n: {"bytes": self._sizes[n], "sha256": self._files[n].hexdigest()}
+                for n in self._sizes_now() if n != MEMORY_LOG}
+
     def _log_memory(self, model: FloodModel) -> None:
         """Append the year's memory changes to the memory log (one line per year)."""
         changes = model.memory_changes()
@@ -351,8 +360,11 @@ def restore(model: FloodModel, checkpoint: Checkpoint) -> None:
 
 
 def _memory_log(work: Path, checkpoint: Checkpoint) -> Iterator[list[Any]]:
-    """The memory changes of years 1..checkpoint.year, in order, from the (verified and cut
-    back) memory log, read a line at a time (a basin-size run's log is gigabytes)."""
+    """The memory changes of years 1..checkpoint.year, in order.
+
+    From the (verified and cut back) memory log, read a line at a time (a basin-size run's log is
+    gigabytes).
+    """
     number = 0
     with open(work / MEMORY_LOG, encoding="ascii") as f:
         for number, line in enumerate(f, start=1):

@@ -18,11 +18,15 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
+import signal
 import sqlite3
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from governed_broker import __version__
 from governed_broker.config.base import ConfigError
@@ -92,23 +96,25 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``run``: the sweep of a YAML with a ``sweep:`` block, else one run."""
-    from governed_broker.config.loader import load_experiment
+    from governed_broker.config.resolved import load_resolved
 
-    config = load_experiment(args.experiment, args.overrides)
+    experiment = load_resolved(args.experiment, args.overrides)
+    config = experiment.config
     if config.sweep is not None:
         return _run_sweep(args)
     for flag, value in (("--executor", args.executor), ("--max-workers", args.max_workers)):
         if value is not None:
             raise ConfigError(f"{flag}: {args.experiment} has no 'sweep:' block, so it runs once "
                               "in this process; remove the flag, or add a sweep block")
-    return _run_once(args, config)
+    return _run_once(args, experiment)
 
 
-def _run_once(args: argparse.Namespace, config) -> int:
+def _run_once(args: argparse.Namespace, experiment) -> int:
     from governed_broker.config.cost import estimate_run_cost, format_run_cost
     from governed_broker.run_dir import partial_dir
     from governed_broker.runner import OutputExistsError, run_experiment
 
+    config = experiment.config
     out = args.out if args.out is not None else Path("outputs") / config.name
     print(f"{config.name}: {format_run_cost(estimate_run_cost(config))}", file=sys.stderr)
     if args.dry_run:
@@ -116,19 +122,41 @@ def _run_once(args: argparse.Namespace, config) -> int:
         return 0
     explorer = _explorer(args, out, lambda: out.is_dir() or partial_dir(out).is_dir())
     try:
-        result = run_experiment(config, out, progress=not args.no_progress,
+        result = run_experiment(experiment, out, progress=not args.no_progress,
                                 overwrite=args.overwrite)
     except BaseException as exc:
         if explorer is not None:
             explorer.stop()
         if isinstance(exc, OutputExistsError):
             raise ConfigError(str(exc)) from exc
+        if isinstance(exc, KeyboardInterrupt):
+            raise Interrupted(resume_hint(partial_dir(out), config.years)) from None
         raise
     print(
         f"wrote {result.out_dir} ({result.n_households} households x {result.years} years, "
         f"{result.n_agent_rows} agent rows, {result.seconds:.1f} s, {result.decision_maker})"
     )
     return _keep_exploring(explorer, 0)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what was kept and how to go on (the message printed)."""
+
+
+def resume_hint(work: Path, years: int) -> str:
+    """What an interrupted run kept in ``work`` (its ``.partial`` directory) and how to go on."""
+    from governed_broker.checkpoint import CheckpointError, latest_checkpoint
+
+    try:
+        ckpt = latest_checkpoint(work) if work.is_dir() else None
+    except CheckpointError:
+        ckpt = None
+    again = "run the same command again"
+    if ckpt is None:
+        return (f"interrupted before the first year finished; {again} to start it (the LLM "
+                "replies already made are cached and come back at once)")
+    return (f"interrupted: {work} keeps years 1-{ckpt.year} of {years}; {again} to resume "
+            f"from year {ckpt.year + 1}")
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
@@ -157,9 +185,12 @@ def _explorer(args: argparse.Namespace, out: Path, present):
     """With ``--explore``: an explorer that starts once ``present()`` (None without)."""
     if not args.explore:
         return None
-    from governed_broker.explore.server import Explorer, check_dependencies
+    from governed_broker.explore.server import Explorer, check_dependencies, exposure_warning
 
     check_dependencies()  # before anything runs: a missing extra is said at once
+    warning = exposure_warning(args.host)
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
     explorer = Explorer(out, args.host, args.port)
     explorer.start_when_present(present, lambda line: print(line, file=sys.stderr, flush=True))
     return explorer
@@ -178,13 +209,16 @@ def expected_failure(exc: BaseException) -> str | None:
     """The one-line message of an expected runtime failure (None: unexpected, a bug).
 
     Expected: LLM backend errors (missing package or model, unreachable server: their
-    messages say what to do), the explorer's start-up errors, and the machine's state (a full
+    messages say what to do), the explorer's start-up errors, another process taking over a
+    run's directory (its lock deleted, its outputs changed), and the machine's state (a full
     disk, no permission).
     """
     from governed_broker.explore.server import ExplorerError
     from governed_broker.llm.base import LLMError
+    from governed_broker.run_dir import LockLostError
+    from governed_broker.runner import OutputsChangedError
 
-    if isinstance(exc, LLMError | ExplorerError):
+    if isinstance(exc, LLMError | ExplorerError | LockLostError | OutputsChangedError):
         return str(exc)
     if isinstance(exc, OSError) and exc.errno in EXPECTED_ERRNOS:
         where = f": {exc.filename}" if exc.filename else ""
@@ -192,6 +226,40 @@ def expected_failure(exc: BaseException) -> str | None:
     if isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc):
         return f"disk full ({exc})"
     return None
+
+
+def _second_interrupt_exits() -> None:
+    """Install the Ctrl-C handler.
+
+    Ctrl-C raises ``KeyboardInterrupt`` once (the run cleans up and says how to resume); a
+    second Ctrl-C during that clean-up ends the process at once. A process started with SIGINT
+    ignored (a background job of a script) keeps ignoring it.
+    """
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        return
+    seen = []
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        if seen:
+            os._exit(130)
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+
+
+def _exit_if_generating(code: int) -> None:
+    """End the process now when an embedded generation is still finishing on a worker thread.
+
+    One still reading its prompt stops only after it, and the interpreter would wait for it on
+    exit; the run's files are already closed and its message printed.
+    """
+    embedded = sys.modules.get("governed_broker.llm.embedded")
+    if embedded is not None and embedded.generations_running():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -203,13 +271,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = [a for a in argv if a != DEBUG_FLAG]
     parser = build_parser()
     args = parser.parse_args(argv)
+    _second_interrupt_exits()
     try:
         return int(args.func(args))
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"\n{exc}" if str(exc) else "\ninterrupted", file=sys.stderr)
+        _exit_if_generating(130)
         return 130
     except Exception as exc:  # noqa: BLE001 - the CLI reports any failure with exit code 1
         message = expected_failure(exc)

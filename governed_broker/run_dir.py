@@ -15,20 +15,29 @@ rules keep that from ever destroying data that is not one of our runs:
 * **One writer** (``RunLock``): ``<out>.lock`` beside the output is locked with ``flock`` for
   the whole run, so a second run into the same ``--out`` is refused instead of interleaving its
   rows with the first one's. The operating system releases the lock when the process dies
-  (``kill -9`` included), so an interrupted run can always be resumed.
+  (``kill -9`` included), so an interrupted run can always be resumed. A lock file deleted or
+  replaced while its run writes (``rm`` on a shared node) no longer excludes anyone: the holder
+  checks that its lock is still the file on disk before each year, each checkpoint and
+  publishing (``RunLock.verify``) and stops with ``LockLostError`` otherwise.
+* **Outputs as written** (``output_problems``): the manifest records the size and sha256 of
+  every output table and audit file as the run wrote them and the number of agent rows; a run
+  is published, and a sweep counts it done, only when the files on disk still match.
 """
 
 from __future__ import annotations
 
+import csv
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
-from governed_broker.config.base import ConfigError
+from governed_broker.config.base import ConfigError, excerpt
 
 #: Files a run writes into its directory (SQLite side files included).
 RUN_FILES = frozenset({
@@ -84,11 +93,54 @@ def check_out_dir(out_dir: str | Path, cwd: Path | None = None) -> Path:
             f"--out {str(requested)!r}: resolves to {resolved}, which is the working directory "
             f"or a parent of it; a run directory must be a folder of its own, e.g. "
             f"outputs/<name>")
+    _check_name_lengths(requested, resolved)
     for path in (resolved, partial_dir(resolved)):
         if path.is_symlink() or (path.exists() and not path.is_dir()):
             raise ConfigError(f"--out {str(requested)!r}: {path} exists and is not a directory "
                               "(or is a symbolic link); choose another --out")
     return resolved
+
+
+#: Longest file name (bytes) and path (bytes) most file systems take (Linux NAME_MAX and
+#: PATH_MAX less room for what a run writes inside its directory).
+NAME_MAX_BYTES, PATH_MAX_BYTES = 255, 3800
+#: The longest suffix a run adds to its directory's name (``<out>.partial``).
+_SUFFIX = ".partial"
+
+
+def _check_name_lengths(requested: Path, resolved: Path, flag: str = "--out") -> None:
+    """Refuse, before anything is created, a name or path no file system holds.
+
+    The name is checked with ``.partial`` added, as the run's working directory has it.
+    """
+    longest = NAME_MAX_BYTES - len(_SUFFIX)
+    for part in resolved.parts:
+        size = len(os.fsencode(part))
+        if size > longest:
+            raise ConfigError(
+                f"{flag} {excerpt(str(requested), 60)}: the name {excerpt(part, 40)} has "
+                f"{size} bytes; a file system takes at most {NAME_MAX_BYTES}, and a run "
+                f"adds '{_SUFFIX}', so a run directory's name may have at most {longest}")
+    if len(os.fsencode(str(resolved))) > PATH_MAX_BYTES:
+        raise ConfigError(f"{flag} {excerpt(str(requested), 60)}: the path is longer than the "
+                          f"{PATH_MAX_BYTES} bytes a run directory may have; choose a shorter one")
+
+
+def create_out_dir(path: Path, flag: str = "--out") -> None:
+    """Create a directory (and its parents) given on the command line.
+
+    Raises:
+        ConfigError: naming ``flag``, when no file system can hold its name or it cannot be
+            created there (``/proc``, a read-only disk).
+    """
+    path = Path(path)
+    _check_name_lengths(path, path.expanduser().resolve(), flag)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot create {exc.filename or path} "
+                          f"({exc.strerror or exc}); choose a directory you may write to"
+                          ) from None
 
 
 def _home() -> Path | None:
@@ -156,8 +208,11 @@ def remove_run_dir(path: Path, *, finished: bool) -> None:
 
 
 def remove_leftovers(work: Path) -> None:
-    """Delete the temporary files (``.tmp-*``) a killed run left in ``work`` and its
-    ``memories/`` (half-written files never renamed into place); never follows symlinks."""
+    """Delete the temporary files a killed run left in ``work``.
+
+    The ``.tmp-*`` files in ``work`` and its ``memories/`` (half-written files never renamed into
+    place); never follows symlinks.
+    """
     for folder in (work, work / "memories"):
         if folder.is_symlink() or not folder.is_dir():
             continue
@@ -181,6 +236,14 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     os.replace(tmp, path)
 
 
+class LockLostError(RuntimeError):
+    """The run's lock file was deleted or replaced while it ran.
+
+    Another run may now write into the same directory, so this one stops without writing or
+    publishing more.
+    """
+
+
 class RunLock:
     """An exclusive, non-blocking ``flock`` on ``<out>.lock`` for the duration of a run.
 
@@ -195,8 +258,21 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        """Take the lock or raise ``ConfigError`` naming the process that holds it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Take the lock.
+
+        Raises:
+            ConfigError: naming the process that holds it, or saying why the lock cannot be
+                created where ``--out`` points (the first file a run creates).
+        """
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._take()
+        except OSError as exc:
+            raise ConfigError(
+                f"--out {self.path.with_suffix('')}: cannot create {exc.filename or self.path} "
+                f"({exc.strerror or exc}); choose a directory you may write to") from None
+
+    def _take(self) -> None:
         for _ in range(10):
             fd = self._open()
             try:
@@ -217,12 +293,31 @@ class RunLock:
             os.close(fd)  # the file was released and unlinked meanwhile: lock the new one
         raise ConfigError(f"cannot lock {self.path}: it keeps being replaced")
 
+    def verify(self) -> None:
+        """Check that the lock file on disk is still the one this run locked.
+
+        Raises:
+            LockLostError: it was deleted or replaced (and so excludes no other run).
+        """
+        if self._fd is not None and self._same_file(self._fd):
+            return
+        out = self.path.with_suffix("")
+        raise LockLostError(
+            f"the lock {self.path} was deleted or replaced while this run was writing, so "
+            f"another run may now be writing to {out}; this run stopped without writing more "
+            f"or publishing. Look at {out} (or {partial_dir(out)}) once no run is writing "
+            "there, and resume or re-run it; never delete the lock file of a running run")
+
     def release(self) -> None:
-        """Remove the lock file and release the lock (idempotent)."""
+        """Remove the lock file, if it is still this run's, and release the lock.
+
+        Idempotent.
+        """
         if self._fd is None:
             return
         try:
-            self.path.unlink(missing_ok=True)  # while still locked: nobody can take it between
+            if self._same_file(self._fd):  # another run's lock file is left alone
+                self.path.unlink(missing_ok=True)  # while still locked: nobody takes it between
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
@@ -265,3 +360,85 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+#: Output files whose size and sha256 the manifest records (``output_problems``).
+VERIFIED_OUTPUTS = ("agents_yearly.csv", "model_yearly.csv", "decisions.jsonl",
+                    "reflections.jsonl", "cohorts.jsonl", "institutions_yearly.csv",
+                    "institutions.jsonl")
+#: The agent table, whose data rows the manifest counts (``n_agent_rows``).
+AGENT_TABLE = "agents_yearly.csv"
+
+
+def output_problems(run: Path, manifest: dict) -> list[str]:
+    """How the outputs in ``run`` differ from what its manifest says the run wrote.
+
+    A recorded file missing, of another size or sha256, and the agent table's data rows
+    against ``n_agent_rows`` (an empty list: they match). Manifests written before sizes and
+    digests were recorded are checked on rows only. Each file is read once.
+
+    Args:
+        run: A run directory (or a ``.partial`` one about to be published).
+        manifest: Its ``manifest.json`` (or the manifest about to be written).
+    """
+    problems = []
+    recorded = manifest.get("outputs")
+    scans: dict[str, _Scan] = {}
+    for name, expected in (recorded if isinstance(recorded, dict) else {}).items():
+        if name not in VERIFIED_OUTPUTS:  # never a path a forged manifest chose
+            problems.append(f"the manifest records an unknown output {excerpt(name, 40)!r}")
+            continue
+        if not (run / name).is_file():
+            problems.append(f"{name} is missing")
+            continue
+        scan = scans[name] = _Scan.of(run / name)
+        if not isinstance(expected, dict) or (scan.size, scan.sha256) != (
+                expected.get("bytes"), expected.get("sha256")):
+            wrote = expected if isinstance(expected, dict) else {}
+            problems.append(f"{name} has {scan.size:,} bytes (sha256 {scan.sha256[:12]}...), "
+                            f"the run wrote {wrote.get('bytes')} (sha256 "
+                            f"{str(wrote.get('sha256'))[:12]}...)")
+    path = run / AGENT_TABLE
+    rows = None if not path.is_file() else scans.get(AGENT_TABLE, _Scan.of(path)).data_rows(path)
+    if rows != manifest.get("n_agent_rows"):
+        problems.append(f"{AGENT_TABLE} has {rows} data rows, the manifest "
+                        f"{manifest.get('n_agent_rows')} (n_agent_rows)")
+    return problems
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """One pass over a file.
+
+    Its size, sha256, line breaks, whether a quote occurs and whether its last line is cut
+    short (no final line break).
+    """
+
+    size: int
+    sha256: str
+    breaks: int
+    quoted: bool
+    unterminated: bool
+
+    @classmethod
+    def of(cls, path: Path) -> _Scan:
+        digest, size, breaks, quoted, last = hashlib.sha256(), 0, 0, False, b"\n"
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+                size += len(block)
+                breaks += block.count(b"\n")
+                quoted = quoted or b'"' in block
+                last = block[-1:]
+        return cls(size, digest.hexdigest(), breaks, quoted, size > 0 and last != b"\n")
+
+    def data_rows(self, path: Path) -> int:
+        """Data rows of the CSV file (with a header) it scanned.
+
+        A line cut short counts, as a CSV reader reads it; a file with quoted fields (which
+        may hold line breaks) is read as CSV.
+        """
+        if self.quoted:
+            with open(path, encoding="utf-8", errors="replace", newline="") as f:
+                return max(0, sum(1 for _ in csv.reader(f)) - 1)
+        return max(0, self.breaks + int(self.unterminated) - 1)

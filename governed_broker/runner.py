@@ -17,7 +17,6 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -26,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from governed_broker import progress as progress_mod
 from governed_broker.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -38,6 +38,7 @@ from governed_broker.checkpoint import (
     verify_checkpoint,
 )
 from governed_broker.config.base import ConfigError
+from governed_broker.config.cost import estimate_run_cost
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import dump_resolved
 from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
@@ -49,6 +50,7 @@ from governed_broker.run_dir import (
     TMP_PREFIX,
     RunLock,
     check_out_dir,
+    output_problems,
     partial_dir,
     remove_leftovers,
     remove_run_dir,
@@ -74,6 +76,13 @@ __all__ = ["OutputExistsError", "RunResult", "build_decision_maker", "partial_di
 
 class OutputExistsError(RuntimeError):
     """The output directory already holds a complete run (pass ``overwrite=True``)."""
+
+
+class OutputsChangedError(RuntimeError):
+    """A finished run's outputs are not what it wrote; it is not published.
+
+    Another process changed them.
+    """
 
 
 @dataclass(frozen=True)
@@ -112,8 +121,10 @@ def build_decision_maker(experiment: ResolvedExperiment, run_dir: Path) -> Decis
 
 def build_institution_makers(experiment: ResolvedExperiment, run_dir: Path,
                              household_maker: DecisionMaker) -> dict[str, InstitutionMaker]:
-    """The LLM makers of the institutions an LLM decides for (none: rule makers only, which
-    the world builds itself)."""
+    """The LLM makers of the institutions an LLM decides for.
+
+    None: rule makers only, which the world builds itself.
+    """
     inst = experiment.config.institutions
     if inst is None or not inst.llm_makers:
         return {}
@@ -129,7 +140,7 @@ INSTITUTION_COLUMNS = names(INSTITUTIONS_YEARLY)
 
 
 def run_experiment(
-    config: ExperimentConfig,
+    experiment: ResolvedExperiment | ExperimentConfig,
     out_dir: str | Path,
     *,
     progress: bool = True,
@@ -139,9 +150,11 @@ def run_experiment(
     """Run one experiment and write its outputs (docs/ARCHITECTURE.md "Output contract").
 
     Args:
-        config: The validated experiment.
+        experiment: The resolved experiment (``config.resolved.load_resolved``); a bare
+            ``ExperimentConfig`` is resolved here.
         out_dir: The run directory to create (checked by ``run_dir.check_out_dir``).
-        progress: Show a progress bar over years (only on a terminal).
+        progress: Show the run's progress on stderr (``governed_broker.progress``: one line
+            rewritten on a terminal, plain lines in a log).
         overwrite: Replace an existing complete ``out_dir`` (only one that is recognisably a
             run of ours).
         decision_maker: Use this maker instead of the one ``config.decision`` names (tests).
@@ -158,18 +171,19 @@ def run_experiment(
             another run holds its lock.
     """
     out_dir = check_out_dir(out_dir)
-    with RunLock(out_dir):
+    with RunLock(out_dir) as lock:
         if out_dir.exists():
             if not overwrite:
                 raise OutputExistsError(
                     f"{out_dir} already exists; choose another --out or pass --overwrite")
             require_own_run(out_dir, finished=True, action="replace")
-        return _run_locked(resolve_experiment(config), out_dir, progress, overwrite,
-                           decision_maker)
+        if isinstance(experiment, ExperimentConfig):
+            experiment = resolve_experiment(experiment)
+        return _run_locked(experiment, out_dir, progress, overwrite, decision_maker, lock)
 
 
 def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, overwrite: bool,
-                decision_maker: DecisionMaker | None) -> RunResult:
+                decision_maker: DecisionMaker | None, lock: RunLock) -> RunResult:
     from governed_broker.validity.gate import check_gate
 
     config, chash = experiment.config, experiment.config_hash
@@ -177,7 +191,7 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
     work = partial_dir(out_dir)
     finished = _finished_manifest(work, chash, overwrite)
     if finished is not None:  # killed after finishing, before the rename: only publish
-        _publish(work, out_dir)
+        _publish(work, out_dir, finished, lock)
         return RunResult(out_dir, config.years, finished["n_households"], finished["n_agent_rows"],
                          0.0, finished["decision_maker"], finished.get("resumed_from_year"))
     ckpt, verified = _resumable(work, chash, overwrite)
@@ -199,8 +213,9 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
             shutil.rmtree(work)  # a run that could not start leaves nothing behind
         raise
     try:
-        model, rows = _simulate(experiment, maker, work, ckpt, verified,
-                                progress and config.outputs.progress, institution_makers)
+        model, rows, outputs = _simulate(experiment, maker, work, ckpt, verified,
+                                         progress and config.outputs.progress,
+                                         institution_makers, lock)
         llm = maker.provenance()
         institutions = (None if model.institutions is None
                         else model.institutions.provenance())
@@ -210,6 +225,7 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
         maker.close()
     seconds = time.perf_counter() - t0
     manifest = _manifest(config, chash, maker, started, seconds, model, rows)
+    manifest["outputs"] = outputs
     n_households = model.n
     model.release()
     manifest["resumed_from_year"] = None if ckpt is None else ckpt.year
@@ -220,7 +236,7 @@ def _run_locked(experiment: ResolvedExperiment, out_dir: Path, progress: bool, o
     if gate.card_text is not None:
         write_atomic(work / gate.CARD_FILE, gate.card_text)
     _finalise(config, work, manifest)
-    _publish(work, out_dir)
+    _publish(work, out_dir, manifest, lock)
     return RunResult(out_dir, config.years, n_households, rows, seconds, maker.name,
                      None if ckpt is None else ckpt.year)
 
@@ -241,14 +257,28 @@ def _finalise(config: ExperimentConfig, work: Path, manifest: dict[str, Any]) ->
     write_atomic(work / "manifest.json", json.dumps(manifest, indent=2) + "\n")
 
 
-def _publish(work: Path, out_dir: Path) -> None:
+def _publish(work: Path, out_dir: Path, manifest: Mapping[str, Any], lock: RunLock) -> None:
     """Move a finished run (``work`` holds its manifest) into place, replacing ``out_dir``.
 
-    Every step may be killed and repeated by running again: the run being replaced is first
-    renamed into ``work`` (one atomic step; from then on it is a leftover of this run), so a
-    kill while deleting it never leaves a half-deleted run at ``out_dir`` that could no longer
-    be recognised as ours; the checkpoints go only after the manifest is in place.
+    Only while the run still holds its lock, and only when its outputs on disk are what it
+    wrote (``run_dir.output_problems``: sizes, digests, agent rows): otherwise another writer
+    touched them and nothing is published. Every step may be killed and repeated by running
+    again: the run being replaced is first renamed into ``work`` (one atomic step; from then
+    on it is a leftover of this run), so a kill while deleting it never leaves a half-deleted
+    run at ``out_dir`` that could no longer be recognised as ours; the checkpoints go only
+    after the manifest is in place.
+
+    Raises:
+        LockLostError: the lock is no longer this run's.
+        OutputsChangedError: the outputs differ from what the run wrote.
     """
+    lock.verify()
+    problems = output_problems(work, dict(manifest))
+    if problems:
+        raise OutputsChangedError(
+            f"nothing was published: the outputs in {work} are not what the run wrote ("
+            + "; ".join(problems[:3]) + "); another process wrote into them? Move "
+            f"{work} away and run again")
     remove_leftovers(work)  # half-written files and a replaced run of an earlier, killed try
     if out_dir.exists():
         if out_dir.is_symlink():
@@ -261,8 +291,10 @@ def _publish(work: Path, out_dir: Path) -> None:
 
 
 def _finished_manifest(work: Path, chash: str, overwrite: bool) -> dict[str, Any] | None:
-    """The manifest of a finished run in ``work`` that was never moved into place (None: the
-    run in ``work``, if any, has not finished)."""
+    """The manifest of a finished run in ``work`` that was never moved into place.
+
+    None: the run in ``work``, if any, has not finished.
+    """
     if not (work / "manifest.json").is_file():
         return None
     require_own_run(work, finished=True, action="resume")
@@ -279,9 +311,12 @@ def _finished_manifest(work: Path, chash: str, overwrite: bool) -> dict[str, Any
 
 def _resumable(work: Path, chash: str,
                overwrite: bool) -> tuple[Checkpoint, Verified] | tuple[None, None]:
-    """The verified checkpoint to resume from in ``work`` ((None, None): start afresh, ``work``
-    removed). With ``overwrite``, an unfinished run of another configuration or with a
-    checkpoint that fails verification is discarded; without, either is an error."""
+    """The verified checkpoint to resume from in ``work``.
+
+    ``(None, None)``: start afresh, ``work`` removed. With ``overwrite``, an unfinished run of
+    another configuration or with a checkpoint that fails verification is discarded; without, either
+    is an error.
+    """
     if not work.exists():
         return None, None
     require_own_run(work, finished=False, action="resume")
@@ -305,16 +340,16 @@ def _resumable(work: Path, chash: str,
 def _simulate(
     experiment: ResolvedExperiment, maker: DecisionMaker, work: Path,
     ckpt: Checkpoint | None, verified: Verified | None, progress: bool,
-    institution_makers: Mapping[str, InstitutionMaker] | None = None,
-) -> tuple[FloodModel, int]:
-    """The run's world, simulated to its last year (the caller releases it once read), and
-    the number of agent rows written."""
+    institution_makers: Mapping[str, InstitutionMaker] | None, lock: RunLock,
+) -> tuple[FloodModel, int, dict[str, Any]]:
+    """The run's world, simulated to its last year (the caller releases it once read).
+
+    And the number of agent rows written and the outputs' sizes and digests.
+    """
     config = experiment.config
-    model = FloodModel(config, maker, agent_types=experiment.domain, run_dir=work,
-                       institutions_domain=experiment.institutions,
-                       institution_makers=institution_makers)
+    model = FloodModel(experiment, maker, run_dir=work, institution_makers=institution_makers)
     try:
-        rows = _years(model, experiment, work, ckpt, verified, progress)
+        rows, outputs = _years(model, experiment, work, ckpt, verified, progress, lock)
         if model.world_memory is not None:
             model.world_memory.finish(model.year, markdown=config.outputs.memory_markdown)
     except BaseException:
@@ -322,15 +357,20 @@ def _simulate(
             model.world_memory.abandon()
         model.release()
         raise
-    return model, rows
+    return model, rows, outputs
 
 
 def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
-           ckpt: Checkpoint | None, verified: Verified | None, progress: bool) -> int:
-    """Simulate the years still to run, writing each year's rows and checkpoint; the number
-    of agent rows written in all."""
-    from tqdm import tqdm
+           ckpt: Checkpoint | None, verified: Verified | None, progress: bool,
+           lock: RunLock) -> tuple[int, dict[str, Any]]:
+    """Simulate the years still to run, writing each year's rows and checkpoint.
 
+    Each year and each checkpoint only while the run still holds its lock.
+
+    Returns:
+        The number of agent rows written in all, and the outputs' sizes and digests
+        (``CheckpointWriter.outputs``).
+    """
     config = experiment.config
     rows, mode = 0, "w"
     checkpoints = CheckpointWriter(work, experiment.config_hash, verified)
@@ -353,10 +393,12 @@ def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
             model_f.write(",".join(model.model_columns) + "\n")
             if inst_f is not None:
                 inst_f.write(",".join(INSTITUTION_COLUMNS) + "\n")
-        bar = tqdm(range(model.year, config.years), desc=config.name, unit="year",
-                   initial=model.year, total=config.years,
-                   disable=not (progress and sys.stderr.isatty()))
-        for _ in bar:
+        meter = files.enter_context(progress_mod.reporting(
+            progress_mod.Progress(config.name, enabled=progress)))
+        _plan(meter, config, model)
+        for year in range(model.year + 1, config.years + 1):
+            lock.verify()
+            meter.step("year", year, config.years)
             model.step()
             cols = model.last_agent_columns
             agents_f.write(format_rows(AGENT_COLUMNS, cols))
@@ -369,8 +411,33 @@ def _years(model: FloodModel, experiment: ResolvedExperiment, work: Path,
                 audit.write_many({"run_id": experiment.run_id, **r}
                                  for r in model.institutions.records)
             rows += len(cols["agent_id"])
+            lock.verify()
             checkpoints.write(model, rows)
-    return rows
+    return rows, checkpoints.outputs()
+
+
+def _plan(meter: progress_mod.Progress, config: ExperimentConfig, model: FloodModel) -> None:
+    """The LLM calls still to come, by kind, for the progress line's ETA.
+
+    Every active household decides every year left (an upper bound), reflects in each
+    reflection year left, and each LLM institution decides once a year; calls per unit as
+    ``estimate_run_cost`` expects them until the run has measured its own.
+    """
+    years_left = config.years - model.year
+    if years_left <= 0:
+        return
+    cost = estimate_run_cost(config, households=int((~model.hh.relocated).sum()))
+    if cost.decision_calls:
+        meter.plan("decisions", cost.decision_calls // config.years * years_left,
+                   cost.calls_per_decision)
+    if cost.reflection_calls:
+        interval = config.reflection.interval_years
+        due = sum(1 for y in range(model.year + 1, config.years + 1) if y % interval == 0)
+        meter.plan("reflections", cost.households * due)
+    if cost.institution_calls:
+        makers = len(config.institutions.llm_makers) if config.institutions else 0
+        meter.plan("institutions", makers * years_left,
+                   cost.institution_calls / max(1, makers * config.years))
 
 
 @contextmanager

@@ -25,8 +25,10 @@ class Experiments:
         self.tmp_path = tmp_path
 
     def data(self) -> dict[str, Any]:
-        """The baseline world at small size (20 households, 10 years, ``name: demo``) as a
-        dict; relative paths made absolute; no plots/progress."""
+        """The baseline world at small size (20 households, 10 years, ``name: demo``) as a dict.
+
+        Relative paths made absolute; no plots/progress.
+        """
         base = REPO_ROOT / "experiments" / "baseline.yaml"
         data = yaml.safe_load(base.read_text())
         data.update(name="demo", years=10)

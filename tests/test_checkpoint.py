@@ -112,8 +112,10 @@ def test_sigkill_then_resume_is_identical(experiments, tmp_path) -> None:
 
 
 def _audit(run: Path, name: str) -> list[dict]:
-    """Audit records without what legitimately differs between processes (timings, cache
-    flags: a resumed year's calls are answered again)."""
+    """Audit records without what legitimately differs between processes.
+
+    Timings, cache flags: a resumed year's calls are answered again.
+    """
     volatile = {"latency_s", "cached", "cache_hits", "llm"}
 
     def clean(value):

@@ -86,8 +86,10 @@ def test_baseline_survives_random_kills(experiments, tmp_path, seed) -> None:
 
 def _governed_settings(repo_root: Path, years: int, households: int,
                        flood_chance: float) -> list[str]:
-    """Overrides for a governed run of the scripted resume model with memory and reflection,
-    whose high zone floods every home with ``flood_chance`` a year."""
+    """Overrides for a governed run of the scripted resume model with memory and reflection.
+
+    Whose high zone floods every home with ``flood_chance`` a year.
+    """
     llm = {"backend": "scripted", "model": "resume",
            "script": str(repo_root / "tests" / "fixtures" / "scripted_resume.yaml"),
            "cache": {"mode": "off"}}
@@ -116,8 +118,10 @@ def test_governed_llm_run_survives_random_kills(experiments, tmp_path, repo_root
 
 
 def _kill_after_checkpoint(args: list[str], out: Path, year: int) -> None:
-    """Start ``args`` and SIGKILL it as soon as the checkpoint of ``year`` (or a later one) is
-    on disk."""
+    """Start ``args`` and SIGKILL it as soon as the checkpoint of ``year`` is on disk.
+
+    Or a later one.
+    """
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -135,9 +139,11 @@ def _kill_after_checkpoint(args: list[str], out: Path, year: int) -> None:
 
 def test_a_30_year_governed_run_killed_twice_resumes_identically(experiments, tmp_path,
                                                                  repo_root) -> None:
-    """Thirty years of memories, reflections and governed decisions: killed after year 10 and
-    again after year 25, the resumed run replays 25 years of the memory log and ends with the
-    files of an uninterrupted run."""
+    """Thirty years of memories, reflections and governed decisions.
+
+    Killed after year 10 and again after year 25, the resumed run replays 25 years of the memory log
+    and ends with the files of an uninterrupted run.
+    """
     settings = _governed_settings(repo_root, years=30, households=40, flood_chance=0.4)
     reference = run_experiment(experiments.config(settings), tmp_path / "reference",
                                progress=False).out_dir
@@ -200,7 +206,7 @@ _KILL_AT = textwrap.dedent("""
 
     runner.FloodModel.step, os.replace, shutil.rmtree = step, replace, rmtree
     if point == "markdown":
-        import governed_broker.memory.household as household
+        import governed_broker.sim.household_memory as household
         real_export, written = household.export_markdown, []
 
         def export(*a, **k):

@@ -237,3 +237,105 @@ def test_a_kill_while_finishing_never_reruns_a_year(experiments, tmp_path, monke
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["n_agent_rows"] == json.loads(
         (reference / "manifest.json").read_text())["n_agent_rows"]
+
+
+@pytest.mark.parametrize("out", ["/proc/governed-broker-run", "/proc/self/x/run",
+                                 "a" * 300, "outputs/" + "b" * 250])
+def test_an_out_that_cannot_be_created_is_a_configuration_error(experiments, workspace,
+                                                                 capsys, out) -> None:
+    path = experiments.write(experiments.data())
+    before = _tree(workspace)
+    assert main(["run", str(path), "--set", "years=2", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "\nconfiguration error: --out" in err and "not expected" not in err
+    assert len(err) < 600 and _tree(workspace) == before
+
+
+@pytest.mark.parametrize("name", ["CON", "con", "Nul", "aux.v2", "COM1", "lpt9.tar", "prn",
+                                  "run."])
+def test_names_windows_cannot_hold_are_refused(experiments, workspace, capsys, name) -> None:
+    data = experiments.data()
+    data["name"] = name
+    path = experiments.write(data)
+    assert main(["run", str(path), "--set", "years=2"]) == 2
+    err = capsys.readouterr().err
+    assert "field 'name'" in err and "Windows" in err
+    assert not (workspace / "outputs" / name).exists()
+
+
+def test_a_lock_deleted_or_replaced_is_no_longer_held_and_not_removed(tmp_path) -> None:
+    from governed_broker.run_dir import LockLostError
+
+    lock = RunLock(tmp_path / "x")
+    lock.acquire()
+    lock.verify()  # still its own
+    lock.path.unlink()
+    with pytest.raises(LockLostError, match="deleted or replaced"):
+        lock.verify()
+    with RunLock(tmp_path / "x") as other:  # a second run takes the new file
+        lock.release()  # the first one's release leaves the second one's lock in place
+        assert other.path.is_file()
+        other.verify()
+
+
+def test_a_run_whose_lock_is_deleted_stops_and_leaves_the_new_writer_alone(
+        experiments, tmp_path, monkeypatch, capsys) -> None:
+    """N3: a run whose lock is deleted stops; the run that took the directory over finishes.
+
+    ``<out>.lock`` deleted while a run writes, a second run resumes the same directory and
+    finishes; the first must not write another row nor publish (it exited 0 with a year of
+    rows missing).
+    """
+    config = experiments.config(["years=4"])
+    reference = run_experiment(config, tmp_path / "reference", progress=False).out_dir
+    out = tmp_path / "run"
+    path = experiments.write(experiments.data())
+    args = ["run", str(path), "--set", "years=4", "--out", str(out)]
+    real_step = runner_mod.FloodModel.step
+    second: list = []
+
+    def step_with_intruder(self) -> None:
+        real_step(self)
+        if self.year == 2 and not second:  # someone deletes the lock; another run resumes
+            lock_path(out).unlink()
+            second.append(subprocess.run([sys.executable, "-m", "governed_broker.cli", *args],
+                                         capture_output=True, text=True, check=False))
+
+    monkeypatch.setattr(runner_mod.FloodModel, "step", step_with_intruder)
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 1 and "lock" in err and "not expected" not in err, err
+    assert second and second[0].returncode == 0, second[0].stderr
+    for name in OUTPUTS:  # the second run's outputs, untouched by the first
+        assert (out / name).read_bytes() == (reference / name).read_bytes()
+    assert not partial_dir(out).exists()
+
+
+def test_publishing_refuses_outputs_that_differ_from_what_the_run_wrote(
+        experiments, tmp_path, monkeypatch) -> None:
+    config = experiments.config(["years=3"])
+    out = tmp_path / "run"
+    real_finalise = runner_mod._finalise
+
+    def truncate_then_finalise(config, work, manifest) -> None:
+        agents = work / "agents_yearly.csv"
+        agents.write_bytes(agents.read_bytes()[:-500])  # another writer cut the table
+        real_finalise(config, work, manifest)
+
+    monkeypatch.setattr(runner_mod, "_finalise", truncate_then_finalise)
+    with pytest.raises(RuntimeError, match="agents_yearly.csv"):
+        run_experiment(config, out, progress=False)
+    assert not out.exists()
+
+
+def test_output_problems_count_rows_as_a_csv_reader_does(tmp_path) -> None:
+    from governed_broker.run_dir import output_problems
+
+    table = tmp_path / "agents_yearly.csv"
+    for text, rows in (("a,b\n1,2\n3,4\n", 2), ("a,b\n1,2\n3,", 2), ('a,b\n1,"x\ny"\n', 1),
+                       ("a,b\n", 0)):
+        table.write_text(text)
+        assert output_problems(tmp_path, {"n_agent_rows": rows}) == []
+        assert "has" in output_problems(tmp_path, {"n_agent_rows": rows + 1})[0]
+    forged = {"n_agent_rows": 0, "outputs": {"../../etc/passwd": {"bytes": 1, "sha256": "x"}}}
+    assert "unknown output" in output_problems(tmp_path, forged)[0]

@@ -63,7 +63,8 @@ def is_extreme(effect: pd.Series) -> pd.Series:
 
 
 def incoherent_flags(agents: pd.DataFrame, on: Literal["executed", "proposed"]) -> pd.DataFrame:
-    """Per-row flags: ``evaluable``, ``high_threat_inaction``, ``fatalistic_inaction``,
+    """Per-row flags: ``evaluable``, ``high_threat_inaction``, ``fatalistic_inaction``.
+
     ``low_threat_extreme`` and ``fallback`` (see the module docstring).
 
     Args:

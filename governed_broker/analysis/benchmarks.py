@@ -2,50 +2,65 @@
 
 Each target names a *measure* (below), a range [low, high] and a weight. A target is
 ``in_range``, ``out_of_range`` or ``not_computable`` (the model does not produce the data, or
-there is no household-year to measure it on). The score is the weighted share of computable
-targets in range::
+there is no household-year to measure it on). The score is the weighted share of computable,
+scored targets in range::
 
-    score = sum(weight * in_range) / sum(weight over computable targets)
+    score = sum(weight * in_range) / sum(weight over computable scored targets)
 
-(the lineage's "EPI"). Targets that cannot be computed never count as passed or failed.
+(the lineage's "EPI"). Targets that cannot be computed never count as passed or failed; a
+target with ``scored: false`` (its range has no primary source: ``unscored_reason`` says why)
+is measured and shown, and can raise a failure signature, but never enters the score.
 
 Measures (fractions 0..1 unless a unit is given; "end" = active, non-relocated households
-after execution in the last simulated year):
+after execution in the last simulated year; a *voluntary* policy is one the household bought
+itself: not required by its lender, ``insurance_required``, nor an aid certificate,
+``group_certificate``; see ``voluntary_policies``):
 
-=================================  ===========================================================
-``insured_share_sfha_end``         insured share of end households in ``sfha_zones``
-``insured_share_end``              insured share of end households, all zones
-``elevated_share_end``             elevated share of end households
-``relocated_share_end``            share of the initial population that relocated by choice
-                                   by the last year (forced sales are not relocations)
-``post_flood_inaction``            executed no-effect share of the flooded household-years of
-                                   households that could act: not elevated before the flood,
-                                   not insured whatever they choose (``insurance_required``,
-                                   ``group_certificate``), some protective action open and
-                                   affordable (``could_protect``), and not a broker fallback
-                                   (``analysis.responses.post_flood_inaction`` reports the
-                                   others apart)
-``mg_nmg_gap``                     ever-adapted share of non-marginalised minus marginalised
-                                   households (needs a boolean ``marginalised`` column;
-                                   ``analysis.equity.adaptation_gap`` splits it into
-                                   within-tenure and composition parts)
-``repetitive_loss_uninsured``      uninsured share of end households with >= 2 floods
-``annual_lapse``                   share of household-years with a policy in force
-                                   (``insured_before``) that did not renew (not relocating)
-``post_flood_policy_rise``         relative change of the policies a zone holds in the year of
-                                   a flood reaching its homes: policies for next year
-                                   (``insured_after``, stayers) over the policies in force that
-                                   year (``insured_before``) minus 1, mean over such zone-years
-``post_flood_rise_years``          years (unit) until a zone's policies are back at or below
-                                   their level before a flood that raised them, mean over
-                                   floods followed by no other flood in the zone until then
-                                   (floods whose rise outlasts the run or another flood are
-                                   left out)
-``median_policy_tenure``           years (unit): Kaplan-Meier median years in force of the
-                                   policies started during the run (``analysis.hindcast.
-                                   tenure_median``: censored when the run ends or the
-                                   household leaves)
-=================================  ===========================================================
+====================================  ========================================================
+``insured_share_sfha_end``            insured share of end households in ``sfha_zones``
+``insured_share_sfha_owners_end``     the same over end owner households
+``insured_share_end``                 insured share of end households, all zones
+``insured_share_outside_sfha_end``    insured share of end households outside ``sfha_zones``
+``elevated_share_end``                elevated share of end households
+``elevated_share_owners_end``         elevated share of end owner households
+``relocated_share_end``               share of the initial population that relocated by
+                                      choice by the last year (forced sales are not
+                                      relocations)
+``post_flood_inaction``               executed no-effect share of the flooded household-years
+                                      of households that could act: not elevated before the
+                                      flood, not insured whatever they choose
+                                      (``insurance_required``, ``group_certificate``), some
+                                      protective action open and affordable
+                                      (``could_protect``), and not a broker fallback
+                                      (``analysis.responses.post_flood_inaction`` reports the
+                                      others apart)
+``mg_nmg_gap``                        ever-adapted share of non-marginalised minus
+                                      marginalised households (needs a boolean
+                                      ``marginalised`` column; ``analysis.equity.
+                                      adaptation_gap`` splits it into within-tenure and
+                                      composition parts)
+``flooded_uninsured``                 uninsured share (no policy in force) of the flooded
+                                      household-years
+``annual_lapse``                      share of household-years with a policy in force
+                                      (``insured_before``) that did not renew (not relocating)
+``annual_lapse_voluntary``            the same over voluntary policies in force; a policy
+                                      renewed only by an aid certificate counts as lapsed
+``post_flood_policy_rise``            relative change of the policies a zone holds in the
+                                      year of a flood reaching its homes: policies for next
+                                      year (``insured_after``, stayers) over the policies in
+                                      force that year (``insured_before``) minus 1, mean over
+                                      such zone-years
+``post_flood_policy_rise_voluntary``  the same over voluntary policies
+``post_flood_excess_yearK``           K = 2, 3, 5: the share of the year-after rise in a
+                                      flooded zone's voluntary policies still there K years
+                                      after the flood (``post_flood_excess``: the event-study
+                                      curve normalised to its first year)
+``median_policy_tenure``              years (unit): Kaplan-Meier median years in force of the
+                                      policies started during the run (``analysis.hindcast.
+                                      tenure_median``: censored when the run ends or the
+                                      household leaves)
+``median_policy_tenure_voluntary``    the same over voluntary policies
+====================================  ========================================================
 """
 
 from __future__ import annotations
@@ -57,8 +72,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 from scipy import stats
 
 from governed_broker.analysis.equity import adapted_households, household_gap
@@ -66,7 +80,9 @@ from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.hindcast import tenure_median
 from governed_broker.analysis.responses import post_flood_rows
 from governed_broker.analysis.version import METRIC_VERSION, stamp
-from governed_broker.config.base import StrictModel
+from governed_broker.config.base import ConfigError, StrictModel
+from governed_broker.config.validation import validate_model
+from governed_broker.config.yamlsafe import read_yaml
 
 DEFAULT_BENCHMARKS = Path(__file__).resolve().parents[2] / "configs" / "benchmarks.yaml"
 
@@ -82,9 +98,14 @@ class Target(StrictModel):
     weight: float = Field(gt=0)
     source: str = Field(min_length=1)
     requires: str | None = None
+    scored: bool = True
+    unscored_reason: str | None = None
 
     @model_validator(mode="after")
     def _check_range(self) -> Target:
+        if self.scored == (self.unscored_reason is not None):
+            raise ValueError("a target with 'scored: false' needs an 'unscored_reason' (why its "
+                             "range has no primary source), and only such a target has one")
         low, high = self.range
         top = 1 if self.unit == "fraction" else float("inf")
         if not 0 <= low <= high <= top:
@@ -133,13 +154,10 @@ def load_benchmarks(path: Path | str | None = None) -> BenchmarkSet:
     path = Path(path) if path is not None else DEFAULT_BENCHMARKS
     if not path.is_file():
         raise AnalysisInputError(f"{path}: benchmarks file not found; pass --benchmarks FILE")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return BenchmarkSet.model_validate(data)
-    except yaml.YAMLError as exc:
-        raise AnalysisInputError(f"{path}: not valid YAML ({exc})") from exc
-    except ValidationError as exc:
-        raise AnalysisInputError(f"{path}: invalid benchmarks file:\n{exc}") from exc
+    try:  # bounded YAML; messages name fields and never quote the file (it may be any file)
+        return validate_model(BenchmarkSet, read_yaml(path, "benchmarks file"), path)
+    except ConfigError as exc:
+        raise AnalysisInputError(str(exc)) from exc
 
 
 @dataclass(frozen=True)
@@ -206,10 +224,47 @@ def _mg_nmg_gap(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
     return MeasureValue(float(everyone["gap"]), int(everyone["n_nmg"] + everyone["n_mg"]))
 
 
-def _repetitive_loss_uninsured(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+def _flooded_uninsured(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    flooded = agents[agents["flooded"].astype(bool)]
+    return _share(~flooded["insured_before"].astype(bool), "flooded household-years")
+
+
+def _owners(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["tenure"] == "owner"]
+
+
+def _insured_share_sfha_owners_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    end = _owners(_end_households(agents))
+    end = end[end["flood_zone"].isin(bench.sfha_zones)]
+    return _share(end["insured_after"], f"end owner households in SFHA zones {bench.sfha_zones}")
+
+
+def _insured_share_outside_sfha_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
     end = _end_households(agents)
-    repeated = end[end["floods_experienced"] >= 2]
-    return _share(~repeated["insured_after"].astype(bool), "end households with >= 2 floods")
+    end = end[~end["flood_zone"].isin(bench.sfha_zones)]
+    return _share(end["insured_after"], f"end households outside SFHA zones {bench.sfha_zones}")
+
+
+def _elevated_share_owners_end(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    return _share(_owners(_end_households(agents))["elevated_after"], "end owner households")
+
+
+def voluntary_policies(agents: pd.DataFrame) -> pd.DataFrame:
+    """``agents`` with ``voluntary_before`` / ``voluntary_after`` columns.
+
+    A voluntary policy is one in force this year / held for next year that the household
+    bought itself, not one its lender requires
+    (``insurance_required``) nor an aid certificate (``group_certificate``; the one in force
+    this year is last year's).
+    """
+    frame = agents.sort_values(["agent_id", "year"])
+    required = frame["insurance_required"].astype(bool)
+    certificate = frame["group_certificate"].astype(bool)
+    last_certificate = certificate.groupby(frame["agent_id"]).shift(1, fill_value=False)
+    frame = frame.assign(
+        voluntary_before=frame["insured_before"].astype(bool) & ~required & ~last_certificate,
+        voluntary_after=frame["insured_after"].astype(bool) & ~required & ~certificate)
+    return frame.sort_index()
 
 
 def _annual_lapse(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
@@ -217,21 +272,35 @@ def _annual_lapse(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
     return _share(~rows["insured_after"].astype(bool), "household-years with a policy in force")
 
 
-def _zone_policies(agents: pd.DataFrame) -> pd.DataFrame:
-    """Per zone and year: policies in force (``before``), policies for next year held by the
-    households that stay (``after``) and whether a flood reached a home of the zone."""
+def _annual_lapse_voluntary(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    frame = voluntary_policies(agents)
+    rows = frame[frame["voluntary_before"] & ~frame["relocated_after"].astype(bool)]
+    renewed = rows["insured_after"].astype(bool) & ~rows["group_certificate"].astype(bool)
+    return _share(~renewed, "household-years with a voluntary policy in force")
+
+
+def _zone_policies(agents: pd.DataFrame, voluntary: bool = False) -> pd.DataFrame:
+    """Per zone and year: policies in force (``before``).
+
+    Also policies for next year held by the households that stay (``after``) and whether a flood
+    reached a home of the zone; with ``voluntary``, the households' own policies only
+    (``voluntary_policies``).
+    """
+    if voluntary:
+        agents = voluntary_policies(agents)
+    before, after = ("voluntary_before", "voluntary_after") if voluntary else (
+        "insured_before", "insured_after")
     stay = ~agents["relocated_after"].astype(bool)
     frame = pd.DataFrame({
         "year": agents["year"].astype(int), "zone": agents["flood_zone"],
-        "before": agents["insured_before"].astype(int),
-        "after": (agents["insured_after"].astype(bool) & stay).astype(int),
+        "before": agents[before].astype(int),
+        "after": (agents[after].astype(bool) & stay).astype(int),
         "flood": agents["flooded"].astype(bool)})
     return frame.groupby(["zone", "year"]).agg(before=("before", "sum"), after=("after", "sum"),
                                                flood=("flood", "any")).reset_index()
 
 
-def _post_flood_policy_rise(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
-    zy = _zone_policies(agents)
+def _policy_rise(zy: pd.DataFrame) -> MeasureValue:
     floods = zy[zy["flood"] & (zy["before"] > 0)]
     if floods.empty:
         return MeasureValue(None, 0, "no flood reached a zone holding policies")
@@ -239,26 +308,47 @@ def _post_flood_policy_rise(agents: pd.DataFrame, bench: BenchmarkSet) -> Measur
     return MeasureValue(float(rise.mean()), int(len(floods)))
 
 
-def _post_flood_rise_years(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
-    durations = []
-    for _, zone in _zone_policies(agents).groupby("zone"):
-        zone = zone.sort_values("year").reset_index(drop=True)
-        for i in np.flatnonzero(zone["flood"].to_numpy()):
-            level = zone.loc[i, "before"]
-            if zone.loc[i, "after"] <= level:
-                continue  # no rise to decay
-            for j in range(i + 1, len(zone)):
-                if zone.loc[j, "flood"]:
-                    break  # another flood first: censored
-                if zone.loc[j, "after"] <= level:
-                    durations.append(int(zone.loc[j, "year"] - zone.loc[i, "year"]))
-                    break
-    if not durations:
-        return MeasureValue(None, 0, "no post-flood rise that decayed within the run")
-    return MeasureValue(float(np.mean(durations)), len(durations))
+def _post_flood_policy_rise(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    return _policy_rise(_zone_policies(agents))
 
 
-def _median_policy_tenure(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+def _post_flood_policy_rise_voluntary(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    return _policy_rise(_zone_policies(agents, voluntary=True))
+
+
+def post_flood_excess(agents: pd.DataFrame, k: int) -> MeasureValue:
+    """Share of the year-after rise in a flooded zone's voluntary policies left after ``k`` years.
+
+    The share is ``(P(f+k) / P(f) - 1) / (P(f+1) / P(f) - 1)`` with ``P(y)`` the
+    zone's voluntary policies in force in year ``y`` (``voluntary_policies``), mean over the
+    zone-floods with a rise (``P(f+1) > P(f) > 0``) and no other flood in the zone up to
+    ``f+k`` inside the run (the event-study curve of take-up after a flood, normalised to its
+    first year).
+    """
+    zy = _zone_policies(agents, voluntary=True)
+    shares = []
+    for _, zone in zy.groupby("zone"):
+        in_force = zone.set_index("year")["before"]
+        flooded = set(zone.loc[zone["flood"], "year"])
+        for f in sorted(flooded):
+            years = range(f + 1, f + k + 1)
+            if any(y not in in_force.index or y in flooded for y in years):
+                continue  # censored: the run ends, or another flood comes first
+            level, first = in_force.get(f, 0), in_force[f + 1]
+            if level > 0 and first > level:
+                shares.append((in_force[f + k] / level - 1.0) / (first / level - 1.0))
+    if not shares:
+        return MeasureValue(None, 0, f"no flood followed by a rise and {k} flood-free years")
+    return MeasureValue(float(np.mean(shares)), len(shares))
+
+
+def _post_flood_excess(k: int) -> Callable[[pd.DataFrame, BenchmarkSet], MeasureValue]:
+    def measure(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+        return post_flood_excess(agents, k)
+    return measure
+
+
+def _tenure(agents: pd.DataFrame) -> MeasureValue:
     median = tenure_median(agents)
     if np.isnan(median):
         return MeasureValue(None, 0, "no policy bought during the run lapsed before half of "
@@ -266,18 +356,33 @@ def _median_policy_tenure(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureV
     return MeasureValue(float(median), int(agents["agent_id"].nunique()))
 
 
+def _median_policy_tenure(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    return _tenure(agents)
+
+
+def _median_policy_tenure_voluntary(agents: pd.DataFrame, bench: BenchmarkSet) -> MeasureValue:
+    frame = voluntary_policies(agents)
+    return _tenure(frame.assign(insured_before=frame["voluntary_before"]))
+
+
 MEASURES: dict[str, Callable[[pd.DataFrame, BenchmarkSet], MeasureValue]] = {
     "insured_share_sfha_end": _insured_share_sfha_end,
+    "insured_share_sfha_owners_end": _insured_share_sfha_owners_end,
     "insured_share_end": _insured_share_end,
+    "insured_share_outside_sfha_end": _insured_share_outside_sfha_end,
     "elevated_share_end": _elevated_share_end,
+    "elevated_share_owners_end": _elevated_share_owners_end,
     "relocated_share_end": _relocated_share_end,
     "post_flood_inaction": _post_flood_inaction,
     "mg_nmg_gap": _mg_nmg_gap,
-    "repetitive_loss_uninsured": _repetitive_loss_uninsured,
+    "flooded_uninsured": _flooded_uninsured,
     "annual_lapse": _annual_lapse,
+    "annual_lapse_voluntary": _annual_lapse_voluntary,
     "post_flood_policy_rise": _post_flood_policy_rise,
-    "post_flood_rise_years": _post_flood_rise_years,
+    "post_flood_policy_rise_voluntary": _post_flood_policy_rise_voluntary,
+    **{f"post_flood_excess_year{k}": _post_flood_excess(k) for k in (2, 3, 5)},
     "median_policy_tenure": _median_policy_tenure,
+    "median_policy_tenure_voluntary": _median_policy_tenure_voluntary,
 }
 
 
@@ -287,7 +392,7 @@ class BenchmarkFit:
 
     Attributes:
         table: One row per target: ``id, name, measure, value, low, high, weight, status, n,
-            note, source`` (status: in_range / out_of_range / not_computable).
+            note, source, scored`` (status: in_range / out_of_range / not_computable).
         score: Weighted share of computable targets in range (None when none is computable).
         computable_weight: Sum of the weights of computable targets.
         passed: ``score >= pass_mark`` (None when the score is None).
@@ -371,13 +476,15 @@ def fit_to_benchmarks(agents: pd.DataFrame, bench: BenchmarkSet | None = None) -
                 "weight": target.weight,
                 "status": _status(measured.value, low, high),
                 "n": measured.n,
-                "note": note,
+                "note": note if target.scored else "; ".join(
+                    filter(None, [note, f"not scored: {target.unscored_reason}"])),
                 "source": target.source,
+                "scored": target.scored,
             }
         )
     table = pd.DataFrame(rows)
     table["value"] = table["value"].astype(float)
-    computable = table[table["status"] != "not_computable"]
+    computable = table[(table["status"] != "not_computable") & table["scored"]]
     weight = float(computable["weight"].sum())
     score = (
         float(computable.loc[computable["status"] == "in_range", "weight"].sum() / weight)
@@ -401,8 +508,8 @@ class ReplicateFit:
 
     Attributes:
         table: One row per target: ``id, name, n, mean, ci_low, ci_high, low, high, weight,
-            share_in_range, status`` (mean and Student-t interval of the measured value over
-            the replicates where it is computable; ``status`` judges the mean:
+            share_in_range, status, scored`` (mean and Student-t interval of the measured
+            value over the replicates where it is computable; ``status`` judges the mean:
             in_range / out_of_range / not_computable; ``share_in_range``: share of
             replicates in range).
         scores: The score of every replicate (NaN where none is computable).
@@ -466,6 +573,7 @@ def fit_replicates(tables: list[pd.DataFrame], bench: BenchmarkSet | None = None
             "share_in_range": (sum(low <= v <= high for v in present) / len(present)
                                if present else float("nan")),
             "status": _status(mean if present else None, low, high),
+            "scored": target.scored,
         })
     scores = [float("nan") if f.score is None else f.score for f in fits]
     score_mean, score_low, score_high = mean_interval(scores, confidence)
@@ -480,8 +588,9 @@ def fit_replicates(tables: list[pd.DataFrame], bench: BenchmarkSet | None = None
 def paired_fit_difference(tables: Sequence[pd.DataFrame], others: Sequence[pd.DataFrame],
                           bench: BenchmarkSet | None = None,
                           confidence: float = 0.95) -> pd.DataFrame:
-    """Seed-by-seed difference between the fits of two experiments (``tables[i]`` minus
-    ``others[i]``).
+    """Seed-by-seed difference between the fits of two experiments.
+
+    ``tables[i]`` minus ``others[i]``.
 
     Runs of two arms with the same seed share their population and floods, so the difference
     of each pair removes what the seed decides; its interval is far narrower than comparing two

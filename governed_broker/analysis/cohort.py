@@ -34,6 +34,7 @@ from governed_broker.analysis.loaders import read_agents_table
 from governed_broker.config.base import ConfigError
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import load_experiment, read_population_csv
+from governed_broker.run_dir import create_out_dir
 from governed_broker.runner import run_experiment
 from governed_broker.seeding import child_rng
 
@@ -127,7 +128,7 @@ def cohort_check(experiment: Path, out: Path, households: int = 500,
                           f"{base.decision.maker!r}")
     if households < 1:
         raise ConfigError(f"--households must be at least 1, got {households}")
-    out.mkdir(parents=True, exist_ok=True)
+    create_out_dir(out)
     sample = _subsample(base, experiment, households, out)
     runs, agents = {}, {}
     for mode, enabled in (("full", "false"), ("cohort", "true")):

@@ -1,5 +1,6 @@
-"""The adaptation gap between marginalised (MG) and other (NMG) households, and how much of it
-is composition.
+"""The adaptation gap between marginalised (MG) and other (NMG) households.
+
+And how much of it is composition.
 
 A household has *adapted* when it was insured, elevated or relocated after execution in some
 year of the run (``household_states``: ``ever_insured | ever_elevated | ever_relocated``); the
@@ -55,8 +56,10 @@ def adapted_households(agents: pd.DataFrame) -> pd.DataFrame:
 
 
 def adaptation_gap(agents: pd.DataFrame) -> pd.DataFrame:
-    """Adapted shares of NMG and MG households, overall and per tenure, and the decomposition
-    of the overall gap (module docstring): ``household_gap(adapted_households(agents))``.
+    """Adapted shares of NMG and MG households, overall and per tenure.
+
+    And the decomposition of the overall gap (module docstring):
+    ``household_gap(adapted_households(agents))``.
 
     Args:
         agents: Typed agent table with a boolean ``marginalised`` column.

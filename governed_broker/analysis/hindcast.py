@@ -1,5 +1,6 @@
-"""Scoring runs against an observed yearly series (a hindcast): take-up by year, the
-post-flood spike and its decay, policy tenure.
+"""Scoring runs against an observed yearly series (a hindcast).
+
+Take-up by year, the post-flood spike and its decay, policy tenure.
 
 The targets file (``configs/hindcast/passaic.yaml``) declares the observed policies in force
 per calendar year and zone with their denominators, the basin's flood years, and ranges for
@@ -23,6 +24,10 @@ range and a source. Measures, on the runs' ``agents_yearly.csv``:
 
 Each measure's implausibility ``I = |f - z| / sqrt(sd^2 + var / n)`` (``f`` the mean over the
 runs, ``var`` their variance, ``n`` their number); a target is met when ``I <= cutoff``.
+
+``HindcastTargets.within(first, last)`` keeps the targets of a window of years (a training
+window is measured on the runs up to its last year only; the years after it are the test of
+``governed-broker calibrate --train``).
 """
 
 from __future__ import annotations
@@ -96,6 +101,8 @@ class HindcastTargets(StrictModel):
     spike: RangeTarget | None = None
     half_life: RangeTarget | None = None
     tenure: RangeTarget | None = None
+    last_year: int | None = Field(None, description=(
+        "measure runs only up to this calendar year (a training window; None: the whole run)"))
 
     @model_validator(mode="after")
     def _unique(self) -> HindcastTargets:
@@ -103,6 +110,46 @@ class HindcastTargets(StrictModel):
         if len(ids) != len(set(ids)):
             raise ValueError(f"series ids must be unique, got {ids}")
         return self
+
+    @property
+    def observed_years(self) -> list[int]:
+        """Every calendar year with an observed value in some series."""
+        return sorted({y for s in self.series for y in s.policies})
+
+    def within(self, first: int, last: int) -> HindcastTargets:
+        """The targets of calendar years ``first``..``last`` only (a training or test window).
+
+        Series keep their observed years in the window (the initial year stays the initial
+        condition); a flood's spike is kept when the flood year and the next lie in the
+        window; the half-life after the first flood and the tenure of new policies (measures
+        of the run from its start) are kept only by a window that starts at the run's start.
+        A window that starts there measures the runs up to ``last`` only (``last_year``), so
+        nothing after it enters the fit.
+
+        Raises:
+            ValueError: ``first > last``, or no observed year of any series is scored in the
+                window.
+        """
+        if first > last:
+            raise ValueError(f"window {first}-{last}: the first year is after the last")
+        series = [s.model_copy(update={"policies": {y: n for y, n in s.policies.items()
+                                                    if first <= y <= last}})
+                  for s in self.series]
+        scored = [y for s in series for y in s.policies if y != self.initial_year]
+        if not scored:
+            raise ValueError(f"window {first}-{last}: no observed year to score "
+                             f"(observed: {self.observed_years})")
+        from_start = first <= self.start_year
+        floods = [f for f in self.floods if first <= f and f + 1 <= last]
+        return self.model_copy(update={
+            "name": f"{self.name} [{first}-{last}]",
+            "series": [s for s in series if s.policies],
+            "floods": floods,
+            "half_life": self.half_life if from_start and self.floods
+            and self.floods[0] in floods else None,
+            "tenure": self.tenure if from_start else None,
+            "last_year": last if from_start else self.last_year,
+        })
 
 
 def load_targets(path: Path | str) -> HindcastTargets:
@@ -129,8 +176,10 @@ HINDCAST_COLUMNS = ("year", "agent_id", "flood_zone", "insured_before")
 
 
 def read_hindcast_agents(path: Path | str) -> pd.DataFrame:
-    """The columns of an ``agents_yearly.csv`` the hindcast measures need (fast: a
-    calibration reads one table per run)."""
+    """The columns of an ``agents_yearly.csv`` the hindcast measures need.
+
+    Fast: a calibration reads one table per run.
+    """
     path = Path(path)
     if not path.is_file():
         raise AnalysisInputError(f"{path}: file not found")
@@ -177,8 +226,10 @@ def spike_after(all_takeup: pd.Series, flood: int) -> float:
 
 
 def half_life_after(all_takeup: pd.Series, flood: int, until: int | None) -> float:
-    """Years after the post-flood peak until the excess take-up has halved (NaN: no positive
-    peak, or not halved before ``until`` / the end)."""
+    """Years after the post-flood peak until the excess take-up has halved.
+
+    NaN: no positive peak, or not halved before ``until`` / the end.
+    """
     if flood not in all_takeup.index:
         return math.nan
     end = max(all_takeup.index) if until is None else until - 1
@@ -197,8 +248,10 @@ def half_life_after(all_takeup: pd.Series, flood: int, until: int | None) -> flo
 
 
 def tenure_median(agents: pd.DataFrame) -> float:
-    """Kaplan-Meier median years in force of policies started during the run (NaN when the
-    survival curve never falls to one half)."""
+    """Kaplan-Meier median years in force of policies started during the run.
+
+    NaN when the survival curve never falls to one half.
+    """
     years = sorted(agents["year"].unique())
     ids = np.sort(agents["agent_id"].unique())
     pos = np.searchsorted(ids, agents["agent_id"].to_numpy())
@@ -246,7 +299,9 @@ class RunMeasures:
 
 
 def run_measures(agents: pd.DataFrame, targets: HindcastTargets) -> RunMeasures:
-    """Every hindcast measure of one run's agent table."""
+    """Every hindcast measure of one run's agent table (up to ``targets.last_year``)."""
+    if targets.last_year is not None:
+        agents = agents[agents["year"] <= targets.last_year - targets.start_year + 1]
     takeup = takeup_series(agents, targets)
     everyone = [s.id for s in targets.series if s.zone is None]
     if everyone:
@@ -367,9 +422,12 @@ def score_runs(agent_tables: Sequence[pd.DataFrame], targets: HindcastTargets) -
 
 def plot_hindcast(ensembles: dict[str, Sequence[RunMeasures]], targets: HindcastTargets,
                   title: str = "Observed vs simulated take-up"):
-    """One panel per series: observed take-up (black points; the initial year hollow) and,
-    per labelled ensemble, the mean over its runs (line) and their range (band); the flood
-    years as dashed lines. Returns the matplotlib figure."""
+    """One panel per series.
+
+    Observed take-up (black points; the initial year hollow) and, per labelled ensemble, the mean
+    over its runs (line) and their range (band); the flood years as dashed lines. Returns the
+    matplotlib figure.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -13,12 +13,12 @@ file, the column and the value.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.schema import (
@@ -33,6 +33,8 @@ from governed_broker.analysis.schema import (
     STR,
     model_columns,
 )
+from governed_broker.config.base import ConfigError
+from governed_broker.config.yamlsafe import read_yaml
 
 AGENTS_FILE = "agents_yearly.csv"
 MODEL_FILE = "model_yearly.csv"
@@ -226,8 +228,10 @@ def read_institutions_table(path: Path | str) -> pd.DataFrame:
 
 
 def type_institutions_table(frame: pd.DataFrame, source: str) -> pd.DataFrame:
-    """An ``institutions_yearly.csv`` read as text, typed by the column table and sorted by
-    year (``source`` names the file in errors)."""
+    """An ``institutions_yearly.csv`` read as text, typed by the column table and sorted by year.
+
+    ``source`` names the file in errors.
+    """
     frame = coerce_columns(frame, INSTITUTION_COLUMNS, source, NULLABLE_INSTITUTION_COLUMNS)
     return frame.sort_values("year", kind="stable").reset_index(drop=True)
 
@@ -235,18 +239,29 @@ def type_institutions_table(frame: pd.DataFrame, source: str) -> pd.DataFrame:
 def read_decisions(path: Path | str) -> list[dict[str, Any]]:
     """Read ``decisions.jsonl``: one JSON object per line (blank lines are skipped)."""
     path = Path(path)
-    records: list[dict[str, Any]] = []
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise AnalysisInputError(f"{path}: line {number} is not JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise AnalysisInputError(f"{path}: line {number} is not a JSON object")
-            records.append(record)
+        return json_objects(handle, path)
+
+
+def json_objects(lines: Iterable[str], path: Path) -> list[dict[str, Any]]:
+    """The JSON object of each line of a ``.jsonl`` file read from ``path``.
+
+    Blank lines are skipped.
+
+    Raises:
+        AnalysisInputError: A line is not a JSON object (names the file and line).
+    """
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise AnalysisInputError(f"{path}: line {number} is not JSON ({exc.msg})") from exc
+        if not isinstance(record, dict):
+            raise AnalysisInputError(f"{path}: line {number} is not a JSON object")
+        records.append(record)
     return records
 
 
@@ -262,9 +277,9 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise AnalysisInputError(f"{path}: not valid YAML ({exc})") from exc
+        data = read_yaml(path, "run's config.yaml")
+    except ConfigError as exc:
+        raise AnalysisInputError(str(exc)) from exc
     if not isinstance(data, dict):
         raise AnalysisInputError(f"{path}: expected a YAML mapping")
     return data
@@ -359,8 +374,11 @@ SWEEP_BOOKKEEPING_COLUMNS = frozenset(
 
 
 def _sweep_parameters(runs: pd.DataFrame) -> list[str]:
-    """Swept parameter columns: the ``param.<path>`` columns that ``governed-broker sweep``
-    writes; in a table without them, every column that is not bookkeeping."""
+    """Swept parameter columns.
+
+    The ``param.<path>`` columns that ``governed-broker sweep`` writes; in a table without them,
+    every column that is not bookkeeping.
+    """
     prefixed = [c for c in runs.columns if c.startswith("param.")]
     if prefixed:
         return prefixed
@@ -368,8 +386,10 @@ def _sweep_parameters(runs: pd.DataFrame) -> list[str]:
 
 
 def _sweep_domain(sweep_dir: Path, runs: pd.DataFrame) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The domain (actions and appraisal scale) of a sweep's runs, from their manifests; all runs
-    must share it."""
+    """The domain (actions and appraisal scale) of a sweep's runs, from their manifests.
+
+    All runs must share it.
+    """
     found: tuple[dict[str, str], tuple[str, ...]] | None = None
     for run_dir in runs.get("run_dir", pd.Series(dtype=str)).dropna().astype(str):
         manifest_path = sweep_dir / run_dir / MANIFEST_FILE  # an absolute run_dir stays so

@@ -96,8 +96,11 @@ def plot_losses(losses: pd.DataFrame, title: str = "Losses and spending by year"
 
 
 def label_colours(labels: tuple[str, ...]) -> dict[str, str]:
-    """A diverging colour per label, low (blue) to high (red); the five-level scale keeps the
-    ColorBrewer RdYlBu colours of ``_LABEL_HEX``, other lengths sample the same colour map."""
+    """A diverging colour per label, low (blue) to high (red).
+
+    The five-level scale keeps the ColorBrewer RdYlBu colours of ``_LABEL_HEX``, other lengths
+    sample the same colour map.
+    """
     if len(labels) == len(_LABEL_HEX):
         return dict(zip(labels, _LABEL_HEX, strict=True))
     cmap = matplotlib.colormaps["RdYlBu_r"]
@@ -105,8 +108,10 @@ def label_colours(labels: tuple[str, ...]) -> dict[str, str]:
 
 
 def plot_label_distribution(agents: pd.DataFrame, title: str = "PMT appraisals") -> Figure:
-    """Shares of threat (TP) and coping (CP) labels by year, stacked from the lowest label of the
-    run's scale to the highest."""
+    """Shares of threat (TP) and coping (CP) labels by year.
+
+    Stacked from the lowest label of the run's scale to the highest.
+    """
     labels = labels_of(agents)
     colours = label_colours(labels)
     fig = new_figure((10, 3.8))
@@ -197,8 +202,11 @@ def plot_sobol(indices: pd.DataFrame, title: str | None = None) -> Figure:
 
 def plot_institutions(institutions: pd.DataFrame,
                       title: str = "Institutions: levers and money by year") -> Figure:
-    """The institutions' year (``institutions_yearly.csv``): the levers in force (left) and the
-    money committed, paid, collected and claimed (right, thousand USD)."""
+    """The institutions' year (``institutions_yearly.csv``).
+
+    The levers in force (left) and the money committed, paid, collected and claimed (right, thousand
+    USD).
+    """
     fig = new_figure((10, 4))
     levers, money = fig.subplots(1, 2)
     years = institutions["year"].to_numpy()

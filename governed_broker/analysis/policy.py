@@ -32,8 +32,9 @@ BRANCH_FILE = "branch.json"
 
 
 def branch_record(sweep_dir: Path | str) -> dict[str, Any] | None:
-    """The branch record of a sweep directory written by ``governed-broker branch`` (None for
-    any other sweep).
+    """The branch record of a sweep directory written by ``governed-broker branch``.
+
+    None for any other sweep.
 
     Raises:
         AnalysisInputError: the record is not readable JSON with the keys a branch writes.

@@ -20,6 +20,7 @@ import pandas as pd
 
 from governed_broker import __version__
 from governed_broker.analysis.benchmarks import BenchmarkFit, BenchmarkSet, load_benchmarks
+from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.loaders import is_sweep_dir, load_run, load_sweep
 from governed_broker.analysis.plots import (
     figure_to_png,
@@ -120,8 +121,10 @@ def _page(title: str, body: list[str]) -> str:
 
 
 def _hindcast_html(run, targets_path: Path | None, bar=None) -> list[str]:
-    """The observed-vs-simulated section of a run with hindcast targets (its experiment's
-    ``calibration.targets``, or ``targets_path``); empty without."""
+    """The observed-vs-simulated section of a run with hindcast targets; empty without.
+
+    Its experiment's ``calibration.targets``, or ``targets_path``.
+    """
     from governed_broker.analysis.hindcast import (
         load_targets,
         plot_hindcast,
@@ -154,9 +157,11 @@ def _hindcast_html(run, targets_path: Path | None, bar=None) -> list[str]:
 
 def run_report_html(path: Path | str, bench: BenchmarkSet | None = None,
                     targets: Path | str | None = None, bar=None) -> str:
-    """HTML text of the report of one run directory, with a hindcast section when the run's
-    experiment names ``calibration.targets`` or ``targets`` is given (``bar``: a tqdm bar, one
-    step for the loading and analysis and one per figure)."""
+    """HTML text of the report of one run directory.
+
+    With a hindcast section when the run's experiment names ``calibration.targets`` or ``targets``
+    is given (``bar``: a tqdm bar, one step for the loading and analysis and one per figure).
+    """
     run = load_run(path)
     bench = bench or load_benchmarks()
     s = summarise_run(run, bench)
@@ -264,8 +269,11 @@ def _sweep_groups(outcomes: pd.DataFrame, parameters: list[str]) -> str | None:
 
 
 def _arms_html(outcomes: pd.DataFrame) -> list[str]:
-    """The policy-comparison section: each arm against the first, paired by seed (empty for a
-    sweep without cases or without seeds that several arms ran)."""
+    """The policy-comparison section.
+
+    Each arm against the first, paired by seed (empty for a sweep without cases or without seeds
+    that several arms ran).
+    """
     if ARM not in outcomes.columns or outcomes[ARM].nunique() < 2:
         return []
     arms = list(dict.fromkeys(outcomes[ARM].astype(str)))
@@ -281,8 +289,10 @@ def _arms_html(outcomes: pd.DataFrame) -> list[str]:
 
 
 def _branch_html(path: Path) -> list[str]:
-    """What a ``governed-broker branch`` directory forked, and whether its arms re-lived the
-    parent's history (empty for other sweeps)."""
+    """What a ``governed-broker branch`` directory forked.
+
+    And whether its arms re-lived the parent's history (empty for other sweeps).
+    """
     record = branch_record(path)
     if record is None:
         return []
@@ -316,8 +326,10 @@ def _branch_html(path: Path) -> list[str]:
 
 
 def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=None) -> str:
-    """HTML text of the report of one sweep directory (``bar``: a tqdm bar, one step per
-    figure)."""
+    """HTML text of the report of one sweep directory.
+
+    ``bar``: a tqdm bar, one step per figure.
+    """
     sweep = load_sweep(path)
     outcomes = run_outcomes(sweep)
     numeric = [p for p in sweep.parameters if pd.api.types.is_numeric_dtype(sweep.runs[p])]
@@ -355,6 +367,31 @@ def sweep_report_html(path: Path | str, bench: BenchmarkSet | None = None, bar=N
     return _page(f"Sweep report: {Path(path).name}", body)
 
 
+def _flag(out: Path | str | None) -> str:
+    return "" if out is None else "--out "
+
+
+def _check_target(target: Path, out: Path | str | None) -> None:
+    """Refuse a report file no report can be written to, before the report is made.
+
+    That is a directory (or a link to one), or an ``--out`` where no file can be written (tried
+    with a temporary file).
+    """
+    if target.is_dir():
+        raise AnalysisInputError(f"{_flag(out)}{target}: is a directory; give the report's "
+                                 f"file name, e.g. --out {target / REPORT_FILE}")
+    if out is None:
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")
+    except OSError as exc:
+        raise AnalysisInputError(f"--out {target}: cannot write the report there "
+                                 f"({exc.strerror or exc}); choose another file") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 def write_report(
     path: Path | str, out: Path | str | None = None, benchmarks: Path | str | None = None,
     targets: Path | str | None = None, progress: bool = False,
@@ -373,6 +410,8 @@ def write_report(
         The path of the written file.
     """
     path = Path(path)
+    target = Path(out) if out is not None else path / REPORT_FILE
+    _check_target(target, out)  # before the slow part
     bench = load_benchmarks(benchmarks)
     from tqdm import tqdm
 
@@ -387,9 +426,12 @@ def write_report(
             text = validity_report_html(path)
         else:
             text = run_report_html(path, bench, targets, bar)
-    target = Path(out) if out is not None else path / REPORT_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".report-", suffix=".html")
+    except OSError as exc:
+        raise AnalysisInputError(f"{_flag(out)}{target}: cannot write the report there "
+                                 f"({exc.strerror or exc}); choose another file") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -76,8 +76,11 @@ def insurance_response(agents: pd.DataFrame, same_zone: bool = True) -> pd.DataF
 
 
 def post_flood_rows(agents: pd.DataFrame) -> pd.DataFrame:
-    """Every flooded household-year: ``year, agent_id, group`` (``FLOOD_GROUPS``) and
-    ``inaction`` (the executed action has no effect)."""
+    """Every flooded household-year.
+
+    ``year, agent_id, group`` (``FLOOD_GROUPS``) and ``inaction`` (the executed action has no
+    effect).
+    """
     flooded = agents[agents["flooded"].astype(bool)]
     fallback = flooded["status"].isin(FALLBACK_STATUSES).to_numpy()
     elevated = flooded["elevated_before"].astype(bool).to_numpy()

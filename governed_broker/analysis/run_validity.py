@@ -121,8 +121,10 @@ def reason_coherence_rate(decisions: Sequence[Mapping[str, Any]], effects: Mappi
 
 
 def proposal_gap(agents: pd.DataFrame) -> pd.DataFrame:
-    """Share of decisions whose executed action differs from the first proposal, overall and
-    by status (rows with a proposal only; the baseline proposes what it executes)."""
+    """Share of decisions whose executed action differs from the first proposal.
+
+    Overall and by status (rows with a proposal only; the baseline proposes what it executes).
+    """
     rows = agents[agents["proposed_action"].notna()]
     differs = rows["proposed_action"] != rows["executed_action"]
     by_status = differs.groupby(rows["status"], observed=True).agg(["size", "mean"])

@@ -53,8 +53,10 @@ MODEL_COLUMNS: dict[str, str] = _dtypes(MODEL_YEARLY_FIXED)
 
 
 def model_columns(actions: list[str] | tuple[str, ...]) -> dict[str, str]:
-    """Columns of a run's ``model_yearly.csv`` -> pandas dtype: the fixed columns with one
-    ``n_<action>`` count per action of its domain, in the world's order."""
+    """Columns of a run's ``model_yearly.csv`` -> pandas dtype.
+
+    The fixed columns with one ``n_<action>`` count per action of its domain, in the world's order.
+    """
     return _dtypes(model_column_table(actions))
 
 
@@ -67,8 +69,9 @@ NULLABLE_INSTITUTION_COLUMNS = frozenset(c.name for c in INSTITUTIONS_YEARLY if 
 
 
 def effects_of(agents: pd.DataFrame, column: str) -> pd.Series:
-    """The effect (``none``, ``insure``, ``elevate``, ``relocate``, or a combination such as
-    ``elevate+insure``) of each row's action.
+    """The effect of each row's action.
+
+    ``none``, ``insure``, ``elevate``, ``relocate``, or a combination such as ``elevate+insure``.
 
     The action -> effect map is the run's own domain, which ``load_run`` / ``load_sweep`` put
     in ``agents.attrs["action_effects"]`` (it travels with copies and filtered tables); a table

@@ -1,5 +1,7 @@
-"""The "Behavioural validity" section of a report: the run's validity card (one figure per test
-family) and the validity measures of the run itself (``run_validity``).
+"""The "Behavioural validity" section of a report.
+
+The run's validity card (one figure per test family) and the validity measures of the run itself
+(``run_validity``).
 
 A run's card is ``validity_card.json`` in its directory (copied there when the run started, see
 ``governed_broker.validity.gate``); its manifest's ``validity`` record says what the gate found,
@@ -51,11 +53,19 @@ def read_card(directory: Path) -> dict[str, Any] | None:
 
 
 def card_table(card: dict[str, Any]) -> pd.DataFrame:
-    """One row per test: family, statistic, value, criterion, p, n, result, note."""
-    rows = [{"test": t["name"], "family": t["family"], "statistic": t["statistic_name"],
-             "value": t["statistic"], "criterion": t["criterion"], "p": t["p_value"],
-             "n": t["n"], "result": {True: "pass", False: "FAIL", None: "n/a"}[t["passed"]],
-             "note": t.get("note", "")} for t in card["tests"]]
+    """One row per test.
+
+    Whether it is primary, family, statistic, value, its 90 % interval, criterion, p (Holm-adjusted
+    for primary tests), n, outcome, note.
+    """
+    rows = [{"test": t["name"], "primary": "yes" if t["primary"] else "",
+             "family": t["family"], "statistic": t["statistic_name"], "value": t["statistic"],
+             "interval": "" if t["lower"] is None or t["upper"] is None
+             else f"[{t['lower']:.3g}, {t['upper']:.3g}]",
+             "criterion": t["criterion"],
+             "p": t["p_adjusted"] if t["primary"] else t["p_value"], "n": t["n"],
+             "result": t["outcome"].replace("_", " "), "note": t.get("note", "")}
+            for t in card["tests"]]
     return pd.DataFrame(rows)
 
 
@@ -168,10 +178,13 @@ def card_section(card: dict[str, Any], table: Callable[[pd.DataFrame], str],
                  image: Callable[[Figure, str], str]) -> list[str]:
     """HTML of a card: verdict, table and one figure per family."""
     s, cfg = card["summary"], card["configuration"]
-    verdict = "passed" if card["passed"] else '<span class="flag">not passed</span>'
+    verdict = html.escape(card["verdict"])
+    if not card["passed"]:
+        verdict = f'<span class="flag">{verdict}</span>'
     body = [
-        f"<p>Validity card <code>{html.escape(card['key'][:12])}</code> ({verdict}: "
-        f"{s['passed']} passed, {s['failed']} failed, {s['not_measurable']} not measurable"
+        f"<p>Validity card <code>{html.escape(card['key'][:12])}</code> ({verdict}; "
+        f"{s['passed']} passed, {s['failed']} failed, {s['inconclusive']} inconclusive, "
+        f"{s['not_informative']} not informative, {s['not_measurable']} not measurable"
         f"{'; quick battery' if card['quick'] else ''}), made {html.escape(card['created_at'])}"
         f" for {html.escape(json.dumps(cfg['model']))}, profile "
         f"{html.escape(str(cfg['profile']))}; {card['battery'].get('decisions')} battery "

@@ -7,7 +7,11 @@ it whenever the definition of any measure changes (not for refactors that keep t
 
 #: 2.1: B5 (post-flood inaction) leaves out households whose lender enforces the mandatory
 #: purchase of insurance (reported apart as ``required``), as it leaves out elevated ones.
-METRIC_VERSION = "gb-metrics-2.1"
+#: 3.0: the re-sourced benchmarks (configs/benchmarks.yaml 3.0): voluntary-policy measures
+#: (lapse, post-flood rise, tenure, the event-study curve ``post_flood_excess_yearK``), owner
+#: and outside-SFHA shares, ``flooded_uninsured``; ``repetitive_loss_uninsured`` and
+#: ``post_flood_rise_years`` are gone; unscored targets do not enter the score.
+METRIC_VERSION = "gb-metrics-3.0"
 
 
 def stamp(frame):

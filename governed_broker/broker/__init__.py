@@ -5,9 +5,10 @@
 """
 
 from governed_broker.broker.governed import GovernedBroker, RequestSettings
-from governed_broker.broker.rules import RuleOutcome, RuleSet
+from governed_broker.broker.rules import RuleSet
 from governed_broker.broker.skills import Skill, SkillRegistry
 from governed_broker.contracts.jsonl import JsonlWriter
+from governed_broker.contracts.rules import RuleOutcome
 
 __all__ = [
     "GovernedBroker",

@@ -14,6 +14,10 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+#: Seconds an interrupted ``run`` waits for its coroutine to unwind.
+CANCEL_WAIT_S = 2.0
+#: Seconds ``close`` waits for the loop's remaining tasks to be cancelled.
+CLOSE_WAIT_S = 10.0
 
 
 class LoopThread:
@@ -32,17 +36,46 @@ class LoopThread:
         return loop
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the loop and return its result (exceptions propagate)."""
+        """Run ``coro`` on the loop and return its result (exceptions propagate).
+
+        Interrupted while waiting (Ctrl-C), it cancels the coroutine and waits up to
+        ``CANCEL_WAIT_S`` for it to unwind, so that the calls it awaits are told to stop and
+        no task is left pending when the loop closes; then the interrupt propagates.
+        """
         loop = self._loop or self._start()
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+        unwound = threading.Event()
+
+        async def watched() -> T:
+            try:
+                return await coro
+            finally:
+                unwound.set()
+
+        future = asyncio.run_coroutine_threadsafe(watched(), loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            unwound.wait(CANCEL_WAIT_S)
+            raise
 
     def close(self) -> None:
         """Stop the loop and join its thread (idempotent)."""
         if self._loop is None:
             return
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        loop = self._loop
+
+        async def finish() -> None:  # cancel what is left (an interrupted run), then stop
+            tasks = [t for t in asyncio.all_tasks(loop) if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            loop.stop()
+
+        loop.call_soon_threadsafe(lambda: loop.create_task(finish()))
         assert self._thread is not None
-        self._thread.join()
-        self._loop.close()
+        self._thread.join(CLOSE_WAIT_S)
+        if not self._thread.is_alive():  # else a task ignored its cancellation: left to exit
+            self._loop.close()
         self._loop = None
         self._thread = None

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from governed_broker import progress
 from governed_broker.broker.governed import GovernedBroker, state_before
 from governed_broker.config.cohort import CohortConfig
 from governed_broker.contracts.decision import Decision, HouseholdSituation, ReflectionTarget
@@ -159,10 +160,13 @@ class CohortBroker(GovernedBroker):
 
         async def one(situation: HouseholdSituation, sample: int) -> Decision:
             async with semaphore:
-                return await self.decide_one(situation, sample=sample)
+                decision = await self.decide_one(situation, sample=sample)
+            progress.advance()
+            return decision
 
         jobs = [(n, situations[members[0]], i) for n, (_, members) in enumerate(cohorts)
                 for i in range(min(self.cohort.samples, len(members)))]
+        progress.phase("decisions", len(jobs), label="cohort conversations")
         try:
             async with asyncio.TaskGroup() as group:
                 tasks = [group.create_task(one(s, i)) for _, s, i in jobs]

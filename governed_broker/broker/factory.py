@@ -26,8 +26,10 @@ CALL_LOG_FILE = "llm_calls.sqlite"
 
 
 def governance_rules(experiment: ResolvedExperiment) -> tuple[SkillRegistry, GovernanceRules]:
-    """The skill registry and the rule table of the experiment's domain (``agent_types``), with
-    the experiment's ``governance.rule_severity`` applied."""
+    """The skill registry and the rule table of the experiment's domain (``agent_types``).
+
+    With the experiment's ``governance.rule_severity`` applied.
+    """
     config, agent_types = experiment.config, experiment.domain
     path = config.resolve_path(config.agent_types)
     registry = SkillRegistry.from_actions(agent_types.actions)
@@ -50,8 +52,11 @@ def governance_rules(experiment: ResolvedExperiment) -> tuple[SkillRegistry, Gov
 
 def build_context(experiment: ResolvedExperiment,
                   knowledge: KnowledgeProvider | None = None) -> ContextBuilder:
-    """The context builder of an experiment: its prompt templates, its actions' descriptions,
-    its appraisal scale and the prompt limits of ``governance.context`` (no LLM needed)."""
+    """The context builder of an experiment.
+
+    Its prompt templates, its actions' descriptions, its appraisal scale and the prompt limits of
+    ``governance.context`` (no LLM needed).
+    """
     config, ctx = experiment.config, experiment.config.governance.context
     registry = SkillRegistry.from_actions(experiment.domain.actions)
     return ContextBuilder.from_dir(

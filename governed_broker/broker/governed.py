@@ -13,16 +13,25 @@ executes them. Every decision's full story goes to ``decisions.jsonl``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from governed_broker import progress
 from governed_broker.broker.aio import LoopThread
-from governed_broker.broker.rules import RuleOutcome, RuleSet
+from governed_broker.broker.conversation import (
+    Channel,
+    Conversation,
+    Reading,
+    RequestSettings,
+    converse,
+)
+from governed_broker.broker.rules import RuleSet
 from governed_broker.broker.skills import SkillRegistry
 from governed_broker.cognition.context import ContextBuilder, Prompt
-from governed_broker.cognition.repair import ParseResult, parse_decision
+from governed_broker.cognition.repair import parse_decision
 from governed_broker.cognition.schema import DecisionReply
 from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceConfig
@@ -33,38 +42,11 @@ from governed_broker.contracts.decision import (
     ReflectionTarget,
 )
 from governed_broker.contracts.jsonl import JsonlWriter
-from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse, Sampling
-from governed_broker.seeding import child_seed
+from governed_broker.contracts.rules import RuleOutcome
+from governed_broker.llm.base import LLMBackend, LLMResponse
 
 if TYPE_CHECKING:  # pragma: no cover
     from governed_broker.cognition.reflection import ReflectionEngine
-
-
-@dataclass(frozen=True)
-class RequestSettings:
-    """Sampling settings of decision requests (the ``llm:`` section over the model's
-    catalogue defaults: ``llm.sampling.resolve_sampling``)."""
-
-    sampling: Sampling = Sampling()
-    max_tokens: int = 256
-    num_ctx: int = 4096
-
-
-@dataclass
-class _Conversation:
-    """The evolving state of one household's decision."""
-
-    situation: HouseholdSituation
-    prompt: Prompt
-    messages: list[dict[str, str]]
-    seed_path: tuple[Any, ...]  # request seeds: child_seed(seed, *seed_path, attempt)
-    attempts: list[dict[str, Any]] = field(default_factory=list)
-    retries: dict[str, int] = field(default_factory=lambda: {"format": 0, "governance": 0})
-    first_proposal: str | None = None
-    last_reply: DecisionReply | None = None
-    last_errors: list[RuleOutcome] = field(default_factory=list)
-    last_parse_error: str | None = None
-    next_kind: str = "initial"
 
 
 def state_before(s: HouseholdSituation) -> dict[str, Any]:
@@ -134,13 +116,16 @@ class GovernedBroker:
 
     @property
     def loop(self) -> LoopThread:
-        """The event loop the backend's requests run on (the institutions' LLM makers share
-        it with the backend)."""
+        """The event loop the backend's requests run on.
+
+        The institutions' LLM makers share it with the backend.
+        """
         return self._loop
 
     # -- DecisionMaker API ------------------------------------------------------------------
     def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
         """Decide for every household of one year (concurrently); results in input order."""
+        progress.phase("decisions", len(situations))
         decisions = self._loop.run(self.adecide(situations))
         self.backend.flush()
         if self._audit is not None:
@@ -154,8 +139,10 @@ class GovernedBroker:
             self.backend.flush()
 
     def provenance(self) -> dict[str, Any]:
-        """The model's identity and this process's call and cache statistics (and the
-        knowledge base's statistics when there is one), for the manifest."""
+        """The model's identity and this process's call and cache statistics, for the manifest.
+
+        And the knowledge base's statistics when there is one.
+        """
         info = {"backend": self.backend.describe(),
                 "sampling": asdict(self.request.sampling),
                 "stats": self.backend.stats()}
@@ -179,7 +166,9 @@ class GovernedBroker:
 
         async def one(situation: HouseholdSituation) -> Decision:
             async with semaphore:
-                return await self.decide_one(situation)
+                decision = await self.decide_one(situation)
+            progress.advance()
+            return decision
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -206,89 +195,11 @@ class GovernedBroker:
         prompt = await self.context.abuild(situation)
         seed_path = (("decision", situation.agent_id, situation.year) if sample is None else
                      ("cohort", situation.agent_id, situation.year, sample))
-        conv = _Conversation(situation, prompt, [dict(m) for m in prompt.messages], seed_path)
-        status = await self._converse(conv)
-        return self._finish(conv, status)
-
-    async def _converse(self, conv: _Conversation) -> str:
-        """Ask until approved or a budget is exhausted; returns the provisional status."""
-        budget = self.governance
-        while True:
-            seed = child_seed(self.seed, *conv.seed_path, len(conv.attempts))
-            response, cleaned = (await self._ask(conv, seed)).sanitised()
-            result = parse_decision(
-                response.text,
-                self.registry.ids,
-                self.context.scale,
-                self.context.max_reason_chars,
-                response.parsed if isinstance(response.parsed, dict) else None,
-            )
-            record = self._attempt_record(conv, seed, response, result)
-            record["repairs"] = cleaned + record["repairs"]
-            if not result.ok:
-                conv.last_parse_error = result.error
-                if conv.retries["format"] >= budget.max_parse_retries:
-                    return "parse_failed"
-                self._reask(conv, "format", response, self.context.feedback_format(result.error))
-                continue
-            reply = result.reply
-            conv.last_reply = reply
-            conv.first_proposal = conv.first_proposal or reply.decision
-            outcomes = self.rules.evaluate(conv.situation, reply)
-            record["rules"] = [o.to_json() for o in outcomes]
-            conv.last_errors = [o for o in outcomes if o.fired and o.severity == "ERROR"]
-            if not conv.last_errors:
-                return "retry_approved" if conv.retries["governance"] else "approved"
-            if conv.retries["governance"] >= budget.max_retries:
-                return "unresolved" if self.rules.keeps(conv.last_errors) else "rejected"
-            issues = [(o.rule_id, o.message) for o in conv.last_errors]
-            feedback = self.context.feedback_governance(issues[: budget.max_reports_per_retry])
-            self._reask(conv, "governance", response, feedback)
-
-    async def _ask(self, conv: _Conversation, seed: int) -> LLMResponse:
-        request = LLMRequest.of(
-            conv.messages,
-            json_schema=conv.prompt.json_schema,
-            **self.request.sampling.request_fields(),
-            seed=seed,
-            max_tokens=self.request.max_tokens,
-            num_ctx=self.request.num_ctx,
-            tag="decision",
-        )
-        return await self.backend.achat(request)
-
-    def _attempt_record(
-        self, conv: _Conversation, seed: int, response: LLMResponse, result: ParseResult
-    ) -> dict[str, Any]:
-        record = {
-            "attempt": len(conv.attempts),
-            "kind": conv.next_kind,
-            "seed": seed,
-            "raw": response.text,
-            "parsed": result.reply.to_json() if result.reply is not None else None,
-            "repairs": list(result.repairs),
-            "parse_error": result.error,
-            "rules": [],
-            "prompt_tokens": response.prompt_tokens,
-            "completion_tokens": response.completion_tokens,
-            "latency_s": round(response.latency_s, 4),
-            "cached": response.cached,
-            "llm": dict(response.extra),
-        }
-        conv.attempts.append(record)
-        return record
-
-    def _reask(
-        self, conv: _Conversation, kind: str, response: LLMResponse, feedback: str
-    ) -> None:
-        # The conversation keeps the original prompt (a cacheable prefix), the rejected reply
-        # and the feedback; earlier rejected turns are dropped to bound the prompt.
-        conv.retries[kind] += 1
-        conv.next_kind = kind
-        conv.messages = [dict(m) for m in conv.prompt.messages] + [
-            {"role": "assistant", "content": response.text},
-            {"role": "user", "content": feedback},
-        ]
+        conv = Conversation(prompt.messages, prompt.json_schema, seed_path, "decision")
+        house = _Household(self, situation, prompt)
+        status = await converse(conv, house, Channel(self.backend, self.request,
+                                                     self.governance, self.seed))
+        return self._finish(house, conv, status)
 
     # -- outcome ----------------------------------------------------------------------------
     def _infeasibility(self, s: HouseholdSituation, action: str) -> str | None:
@@ -298,8 +209,8 @@ class GovernedBroker:
             return f"{action} costs more than this household's savings"
         return None
 
-    def _finish(self, conv: _Conversation, status: str) -> Decision:
-        s, reply = conv.situation, conv.last_reply
+    def _finish(self, house: _Household, conv: Conversation, status: str) -> Decision:
+        s, reply = house.situation, conv.proposal
         backstop = None
         if status in ("approved", "retry_approved", "unresolved"):
             assert reply is not None
@@ -308,58 +219,43 @@ class GovernedBroker:
             status = "rejected" if backstop else status
         else:
             action = self.fallback_action
-        reason = self._reason(conv, status, backstop)
-        retries = conv.retries["format"] + conv.retries["governance"]
-        audit = self._audit_record(conv, status, action, reason, backstop)
-        return Decision(
+        decision = Decision(
             agent_id=s.agent_id,
-            proposed_action=conv.first_proposal,
+            proposed_action=conv.first_proposal.decision if conv.first_proposal else None,
             action=action,
             status=status,
             threat_label=reply.threat_appraisal.label if reply else None,
             coping_label=reply.coping_appraisal.label if reply else None,
-            retries=retries,
-            reason=reason,
+            retries=conv.retry_count,
+            reason=self._reason(conv, status, backstop),
             decision_maker=self.name,
-            audit=audit,
         )
+        return dataclasses.replace(decision,
+                                   audit=self._audit_record(house, conv, decision, backstop))
 
-    def _reason(self, conv: _Conversation, status: str, backstop: str | None) -> str:
+    def _reason(self, conv: Conversation, status: str, backstop: str | None) -> str:
         if backstop:
             return f"rejected: {backstop}; executed {self.fallback_action}"
         if status == "parse_failed":
             return (
                 f"no readable reply after {len(conv.attempts)} attempt(s) "
-                f"({conv.last_parse_error}); executed {self.fallback_action}"
+                f"({conv.parse_error}); executed {self.fallback_action}"
             )
-        ids = ", ".join(o.rule_id for o in conv.last_errors)
+        ids = ", ".join(o.rule_id for o in conv.errors)
         if status == "rejected":
             return (
                 f"still violated {ids} after {conv.retries['governance']} re-ask(s); "
                 f"executed {self.fallback_action}"
             )
+        assert conv.proposal is not None
         if status == "unresolved":
-            assert conv.last_reply is not None
             return (f"kept its proposal against {ids} after {conv.retries['governance']} "
-                    f"re-ask(s) (the rules declare on_exhausted: keep): {conv.last_reply.reason}")
-        assert conv.last_reply is not None
-        return conv.last_reply.reason
+                    f"re-ask(s) (the rules declare on_exhausted: keep): {conv.proposal.reason}")
+        return conv.proposal.reason
 
-    def _audit_record(
-        self,
-        conv: _Conversation,
-        status: str,
-        action: str,
-        reason: str,
-        backstop: str | None,
-    ) -> dict[str, Any]:
-        s, p, reply = conv.situation, conv.prompt, conv.last_reply
-        fired = [
-            {"attempt": a["attempt"], "id": r["id"], "severity": r["severity"]}
-            for a in conv.attempts
-            for r in a["rules"]
-            if r["fired"]
-        ]
+    def _audit_record(self, house: _Household, conv: Conversation, decision: Decision,
+                      backstop: str | None) -> dict[str, Any]:
+        s, p, reply, status = house.situation, house.prompt, conv.proposal, decision.status
         record: dict[str, Any] = {
             "run_id": self.run_id,
             "year": s.year,
@@ -376,30 +272,59 @@ class GovernedBroker:
             "allowed_actions": list(s.allowed_actions),
             "action_costs_usd": dict(s.action_costs_usd),
             "affordable": dict(s.affordable),
-            "proposed_action": conv.first_proposal,
+            "proposed_action": decision.proposed_action,
             "final_proposal": reply.decision if reply else None,
-            "executed_action": action,
+            "executed_action": decision.action,
             "status": status,
             "fallback": status in FALLBACK_STATUSES,
-            "unresolved_rules": [o.rule_id for o in conv.last_errors]
+            "unresolved_rules": [o.rule_id for o in conv.errors]
             if status == "unresolved" else [],
             "backstop": backstop,
-            "threat_label": reply.threat_appraisal.label if reply else None,
-            "coping_label": reply.coping_appraisal.label if reply else None,
-            "reason": reason,
-            "retries": conv.retries["format"] + conv.retries["governance"],
-            "retries_by_kind": {
-                **conv.retries,
-                # transport retries happen inside the backend; counted when it reports them
-                "transport": sum(int(a["llm"].get("transport_retries", 0)) for a in conv.attempts),
-            },
-            "rules_fired": fired,
+            "threat_label": decision.threat_label,
+            "coping_label": decision.coping_label,
+            "reason": decision.reason,
+            "retries": conv.retry_count,
+            "retries_by_kind": conv.retries_by_kind(),
+            "rules_fired": conv.rules_fired(),
             "attempts": conv.attempts,
-            "prompt_tokens": sum(a["prompt_tokens"] for a in conv.attempts),
-            "completion_tokens": sum(a["completion_tokens"] for a in conv.attempts),
-            "latency_s": round(sum(a["latency_s"] for a in conv.attempts), 4),
-            "cache_hits": sum(1 for a in conv.attempts if a["cached"]),
+            **conv.usage(),
         }
         if self.governance.audit.prompts:
             record["prompt"] = [dict(m) for m in p.messages]
         return record
+
+
+class _Household:
+    """The household's side of a governed conversation (``broker.conversation.Decider``)."""
+
+    def __init__(self, broker: GovernedBroker, situation: HouseholdSituation,
+                 prompt: Prompt) -> None:
+        self.broker = broker
+        self.situation = situation
+        self.prompt = prompt
+
+    def read(self, response: LLMResponse) -> Reading:
+        """The decision reply, repaired where it can be (``cognition.repair``)."""
+        b = self.broker
+        result = parse_decision(response.text, b.registry.ids, b.context.scale,
+                                b.context.max_reason_chars,
+                                response.parsed if isinstance(response.parsed, dict) else None)
+        return Reading(result.reply, result.error,
+                       result.reply.to_json() if result.reply is not None else None,
+                       result.repairs)
+
+    def check(self, reply: DecisionReply) -> list[RuleOutcome]:
+        """The governance rules of the profile on this reply."""
+        return self.broker.rules.evaluate(self.situation, reply)
+
+    def feedback_format(self, error: str) -> str:
+        """The re-ask after an unreadable reply."""
+        return self.broker.context.feedback_format(error)
+
+    def feedback_governance(self, issues: Sequence[tuple[str, str]]) -> str:
+        """The re-ask after broken rules."""
+        return self.broker.context.feedback_governance(issues)
+
+    def exhausted(self, errors: Sequence[RuleOutcome]) -> str:
+        """``unresolved`` when the broken rules keep their proposal, else ``rejected``."""
+        return "unresolved" if self.broker.rules.keeps(list(errors)) else "rejected"

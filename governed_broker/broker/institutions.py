@@ -18,13 +18,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from governed_broker import progress
 from governed_broker.broker.aio import LoopThread
-from governed_broker.broker.governed import GovernedBroker, RequestSettings
+from governed_broker.broker.conversation import (
+    Channel,
+    Conversation,
+    Reading,
+    RequestSettings,
+    converse,
+)
+from governed_broker.broker.governed import GovernedBroker
 from governed_broker.cognition.sentences import hard_cap, whole_sentences
 from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceConfig
@@ -43,41 +51,19 @@ from governed_broker.contracts.institutions import (
     InstitutionMaker,
     InstitutionSituation,
     format_value,
+    lever_value,
 )
-from governed_broker.llm.base import LLMBackend, LLMRequest, LLMResponse
+from governed_broker.contracts.rules import RuleOutcome
+from governed_broker.llm.base import LLMBackend, LLMResponse
 from governed_broker.llm.reliability import parse_json_reply
 from governed_broker.llm.sampling import resolve_sampling
-from governed_broker.seeding import child_seed
-from governed_broker.sim.institution_rules import (
-    InstitutionRuleOutcome,
-    evaluate,
-    statements,
-    within_limits,
-)
+from governed_broker.sim.institution_rules import evaluate, statements, within_limits
 
 #: Length an institution's assessment and reason are asked to keep to (characters): one
 #: short sentence, as households' reasons (``governance.context.max_reason_chars``'s default).
 MAX_TEXT_CHARS = 100
 #: The reply's text fields, around the levers: appraise first, choose, then give the reason.
 TEXT_FIELDS = ("assessment", "reason")
-
-
-@dataclass
-class _Conversation:
-    """The evolving state of one institution's decision."""
-
-    situation: InstitutionSituation
-    messages: list[dict[str, str]]
-    base: list[dict[str, str]]
-    schema: dict[str, Any]
-    attempts: list[dict[str, Any]] = field(default_factory=list)
-    retries: dict[str, int] = field(default_factory=lambda: {"format": 0, "governance": 0})
-    proposed: dict[str, float] | None = None
-    levers: dict[str, float] | None = None
-    texts: dict[str, str] = field(default_factory=dict)
-    errors: list[InstitutionRuleOutcome] = field(default_factory=list)
-    parse_error: str | None = None
-    next_kind: str = "initial"
 
 
 class InstitutionBroker:
@@ -122,13 +108,18 @@ class InstitutionBroker:
     # -- InstitutionMaker API ---------------------------------------------------------------
     def decide(self, situation: InstitutionSituation) -> InstitutionDecision:
         """Ask, validate and re-ask until approved or a budget is exhausted."""
+        progress.phase("institutions", 1, label=self.institution)
         decision = self.loop.run(self.adecide(situation))
+        progress.advance()
         self.backend.flush()
         return decision
 
     def provenance(self) -> dict[str, Any]:
-        """The model's identity and sampling (call and cache statistics: the run's ``llm``
-        entry when the households' broker shares the backend)."""
+        """The model's identity and sampling.
+
+        Call and cache statistics: the run's ``llm`` entry when the households' broker shares the
+        backend.
+        """
         info = {"backend": self.backend.describe(), "sampling": asdict(self.request.sampling),
                 "profile": self.profile}
         if self.owns_backend:
@@ -144,55 +135,12 @@ class InstitutionBroker:
     # -- the loop ---------------------------------------------------------------------------
     async def adecide(self, situation: InstitutionSituation) -> InstitutionDecision:
         """The governed conversation for one year (module documentation)."""
-        base = self.prompt(situation)
-        conv = _Conversation(situation, [dict(m) for m in base], base, self.schema(situation))
-        budget = self.governance
-        while True:
-            response, cleaned = (await self._ask(conv)).sanitised()
-            levers, texts, error = self.parse(response, situation)
-            record = self._attempt(conv, response, levers, error, cleaned)
-            if error is not None:
-                conv.parse_error = error
-                if conv.retries["format"] >= budget.max_parse_retries:
-                    return self._finish(conv, "parse_failed")
-                self._reask(conv, "format", response,
-                            self.templates.render("retry_format", error=error))
-                continue
-            conv.levers, conv.texts = levers, texts
-            conv.proposed = conv.proposed or levers
-            outcomes = evaluate(self.domain, self.profile, situation, levers)
-            record["rules"] = [o.to_json() for o in outcomes]
-            conv.errors = [o for o in outcomes if o.fired and o.severity == "ERROR"]
-            if not conv.errors:
-                status = "retry_approved" if conv.retries["governance"] else "approved"
-                return self._finish(conv, status)
-            if conv.retries["governance"] >= budget.max_retries:
-                return self._finish(conv, "rejected")
-            issues = "\n".join(
-                self.templates.render("retry_issue", rule_id=o.rule_id, message=o.message)
-                for o in conv.errors[: budget.max_reports_per_retry])
-            self._reask(conv, "governance", response,
-                        self.templates.render("retry_governance", issues=issues))
-
-    async def _ask(self, conv: _Conversation) -> LLMResponse:
-        s = conv.situation
-        request = LLMRequest.of(
-            conv.messages, json_schema=conv.schema, **self.request.sampling.request_fields(),
-            seed=self._seed(s, len(conv.attempts)), max_tokens=self.request.max_tokens,
-            num_ctx=self.request.num_ctx, tag=f"institution:{self.institution}")
-        return await self.backend.achat(request)
-
-    def _seed(self, situation: InstitutionSituation, attempt: int) -> int:
-        return child_seed(self.seed, "institution", self.institution, situation.year, attempt)
-
-    def _reask(self, conv: _Conversation, kind: str, response: LLMResponse,
-               feedback: str) -> None:
-        # the original prompt (a cacheable prefix), the rejected reply and the feedback
-        conv.retries[kind] += 1
-        conv.next_kind = kind
-        conv.messages = [dict(m) for m in conv.base] + [
-            {"role": "assistant", "content": response.text},
-            {"role": "user", "content": feedback}]
+        conv = Conversation(self.prompt(situation), self.schema(situation),
+                            ("institution", self.institution, situation.year),
+                            f"institution:{self.institution}")
+        status = await converse(conv, _Institution(self, situation),
+                                Channel(self.backend, self.request, self.governance, self.seed))
+        return self._finish(situation, conv, status)
 
     # -- prompt, schema, parsing ------------------------------------------------------------
     def prompt(self, situation: InstitutionSituation) -> list[dict[str, str]]:
@@ -224,8 +172,11 @@ class InstitutionBroker:
 
     @staticmethod
     def schema(situation: InstitutionSituation) -> dict[str, Any]:
-        """The reply's JSON schema: the assessment, a number per lever, the reason (in this
-        order, which a constrained decoder follows)."""
+        """The reply's JSON schema.
+
+        The assessment, a number per lever, the reason (in this order, which a constrained decoder
+        follows).
+        """
         text = {"type": "string", "maxLength": hard_cap(MAX_TEXT_CHARS)}
         properties = {"assessment": text, **{lever: {"type": "number"}
                                              for lever in situation.levers}, "reason": text}
@@ -245,12 +196,10 @@ class InstitutionBroker:
                 return None, {}, "the reply is not a JSON object"
         levers: dict[str, float] = {}
         for lever in situation.levers:
-            value = data.get(lever)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                return None, {}, f"lever {lever!r} must be a number, got {value!r:.60}"
-            if not math.isfinite(value):
-                return None, {}, f"lever {lever!r} must be a finite number"
-            levers[lever] = float(value)
+            try:
+                levers[lever] = lever_value(lever, data.get(lever))
+            except ValueError as exc:
+                return None, {}, str(exc)
         texts = {}
         for key in TEXT_FIELDS:
             value = data.get(key)
@@ -260,23 +209,11 @@ class InstitutionBroker:
         return levers, texts, None
 
     # -- records ----------------------------------------------------------------------------
-    def _attempt(self, conv: _Conversation, response: LLMResponse,
-                 levers: dict[str, float] | None, error: str | None,
-                 cleaned: list[str]) -> dict[str, Any]:
-        attempt = len(conv.attempts)
-        record = {"attempt": attempt, "kind": conv.next_kind,
-                  "seed": self._seed(conv.situation, attempt), "raw": response.text,
-                  "parsed": levers, "repairs": cleaned, "parse_error": error, "rules": [],
-                  "prompt_tokens": response.prompt_tokens,
-                  "completion_tokens": response.completion_tokens,
-                  "latency_s": round(response.latency_s, 4), "cached": response.cached}
-        conv.attempts.append(record)
-        return record
-
-    def _finish(self, conv: _Conversation, status: str) -> InstitutionDecision:
-        s = conv.situation
+    def _finish(self, s: InstitutionSituation, conv: Conversation,
+                status: str) -> InstitutionDecision:
+        levers, texts = conv.proposal or (None, {})
         if status in ("approved", "retry_approved"):
-            levers, reason = dict(conv.levers or {}), conv.texts.get("reason", "")
+            levers, reason = dict(levers or {}), texts.get("reason", "")
         else:
             levers = within_limits(self.domain, s, s.levers)
             ids = ", ".join(o.rule_id for o in conv.errors)
@@ -284,27 +221,56 @@ class InstitutionBroker:
                       "last year's levers within the limits" if status == "rejected" else
                       f"no readable reply after {len(conv.attempts)} attempt(s) "
                       f"({conv.parse_error}); last year's levers within the limits")
-        text = json.dumps(conv.base, sort_keys=True)
+        text = json.dumps(conv.prompt, sort_keys=True)
         audit: dict[str, Any] = {
             "profile": self.profile,
             "context_hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
-            "assessment": conv.texts.get("assessment"),
-            "final_proposal": conv.levers,
-            "retries_by_kind": dict(conv.retries),
-            "rules_fired": [{"attempt": a["attempt"], "id": r["id"], "severity": r["severity"]}
-                            for a in conv.attempts for r in a["rules"] if r["fired"]],
+            "assessment": texts.get("assessment"),
+            "final_proposal": conv.proposal[0] if conv.proposal else None,
+            "retries_by_kind": conv.retries_by_kind(),
+            "rules_fired": conv.rules_fired(),
             "attempts": conv.attempts,
-            "prompt_tokens": sum(a["prompt_tokens"] for a in conv.attempts),
-            "completion_tokens": sum(a["completion_tokens"] for a in conv.attempts),
-            "cache_hits": sum(1 for a in conv.attempts if a["cached"]),
+            **conv.usage(),
         }
         if self.governance.audit.prompts:
-            audit["prompt"] = conv.base
+            audit["prompt"] = conv.prompt
         return InstitutionDecision(
             institution=self.institution, year=s.year, levers=levers, status=status,
-            decision_maker=self.name, proposed=conv.proposed,
-            retries=conv.retries["format"] + conv.retries["governance"], reason=reason,
-            audit=audit)
+            decision_maker=self.name,
+            proposed=conv.first_proposal[0] if conv.first_proposal else None,
+            retries=conv.retry_count, reason=reason, audit=audit)
+
+
+class _Institution:
+    """An institution's side of a governed conversation (``broker.conversation.Decider``)."""
+
+    def __init__(self, broker: InstitutionBroker, situation: InstitutionSituation) -> None:
+        self.broker = broker
+        self.situation = situation
+
+    def read(self, response: LLMResponse) -> Reading:
+        """The levers and texts of a reply (``InstitutionBroker.parse``)."""
+        levers, texts, error = self.broker.parse(response, self.situation)
+        return Reading(None if levers is None else (levers, texts), error, levers)
+
+    def check(self, proposal: tuple[dict[str, float], dict[str, str]]) -> list[RuleOutcome]:
+        """The institution's rules under the profile on the proposed levers."""
+        b = self.broker
+        return evaluate(b.domain, b.profile, self.situation, proposal[0])
+
+    def feedback_format(self, error: str) -> str:
+        """The re-ask after an unreadable reply."""
+        return self.broker.templates.render("retry_format", error=error)
+
+    def feedback_governance(self, issues: Sequence[tuple[str, str]]) -> str:
+        """The re-ask after broken rules."""
+        t = self.broker.templates
+        lines = [t.render("retry_issue", rule_id=r, message=m) for r, m in issues]
+        return t.render("retry_governance", issues="\n".join(lines))
+
+    def exhausted(self, errors: Sequence[RuleOutcome]) -> str:
+        """A proposal still breaking a rule is rejected."""
+        return "rejected"
 
 
 def build_institution_makers(experiment: ResolvedExperiment, run_dir: Path,

@@ -9,11 +9,9 @@ any particular rule.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import string
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from governed_broker.broker.skills import SkillRegistry
@@ -21,53 +19,16 @@ from governed_broker.cognition.context import money, percent
 from governed_broker.cognition.schema import DecisionReply
 from governed_broker.config.base import ConfigError
 from governed_broker.config.broker import GovernanceRule, GovernanceRules, NumericTest
-from governed_broker.contracts.decision import HouseholdSituation
+from governed_broker.contracts.decision import (
+    MISSING,
+    HouseholdSituation,
+    situation_path_problem,
+    situation_value,
+)
 from governed_broker.contracts.effects import traits_of
+from governed_broker.contracts.rules import RuleOutcome
 
 logger = logging.getLogger(__name__)
-
-_SITUATION_FIELDS = {f.name for f in dataclasses.fields(HouseholdSituation)}
-_MAPPING_FIELDS = {"neighbour_shares", "action_costs_usd", "affordable", "extra"}
-
-
-@dataclass(frozen=True)
-class RuleOutcome:
-    """One rule evaluated on one proposal.
-
-    Attributes:
-        rule_id: The rule.
-        category: ``identity``, ``financial``, ``thinking`` or ``social``.
-        severity: ``ERROR`` or ``WARNING`` under the active profile.
-        fired: Whether the condition held.
-        message: The interpolated message ("" when the rule did not fire).
-    """
-
-    rule_id: str
-    category: str
-    severity: str
-    fired: bool
-    message: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """Audit form."""
-        return {
-            "id": self.rule_id,
-            "category": self.category,
-            "severity": self.severity,
-            "fired": self.fired,
-            "message": self.message,
-        }
-
-
-def _state_value(situation: HouseholdSituation, path: str) -> tuple[bool, Any]:
-    head, _, key = path.partition(".")
-    value = getattr(situation, head)
-    if not key:
-        return True, value
-    if not isinstance(value, Mapping) or key not in value:
-        return False, None
-    return True, value[key]
-
 
 def _test_holds(value: Any, test: Any) -> bool:
     if isinstance(test, NumericTest):
@@ -99,6 +60,9 @@ def condition_holds(rule: GovernanceRule, situation: HouseholdSituation, reply: 
     A state test on a mapping key the situation lacks does not hold.
 
     Args:
+        rule: The rule.
+        situation: The household's situation.
+        reply: The proposal (``cognition.schema.DecisionReply``: labels and decision).
         protective: Ids of the actions whose effect is protective (for ``can_protect``).
     """
     cond = rule.when
@@ -113,8 +77,8 @@ def condition_holds(rule: GovernanceRule, situation: HouseholdSituation, reply: 
         if affordable != cond.affordable:
             return False
     for path, test in cond.state.items():
-        found, value = _state_value(situation, path)
-        if not found or not _test_holds(value, test):
+        value = situation_value(situation, path)
+        if value is MISSING or not _test_holds(value, test):
             return False
     return True
 
@@ -175,13 +139,10 @@ class RuleSet:
 
     @staticmethod
     def _check_field(rule_id: str, path: str) -> None:
-        head, dot, _ = path.partition(".")
-        if head not in _SITUATION_FIELDS or (dot and head not in _MAPPING_FIELDS):
-            raise ConfigError(
-                f"agent_types.yaml governance rule {rule_id!r}: unknown state field {path!r}; "
-                f"use a HouseholdSituation field ({', '.join(sorted(_SITUATION_FIELDS))}) or "
-                f"<mapping field>.<key> for {sorted(_MAPPING_FIELDS)}"
-            )
+        problem = situation_path_problem(path)
+        if problem is not None:
+            raise ConfigError(f"agent_types.yaml governance rule {rule_id!r}: unknown state "
+                              f"field {path!r}: {problem}")
 
     def _check_dead_zones(self, rules: GovernanceRules, registry: SkillRegistry) -> None:
         if rules.dead_zone_check == "off":
@@ -218,5 +179,5 @@ class RuleSet:
             if fired:
                 values = values or message_values(situation, reply)
                 message = " ".join(string.Template(rule.message).substitute(values).split())
-            outcomes.append(RuleOutcome(rule.id, rule.category, severity, fired, message))
+            outcomes.append(RuleOutcome(rule.id, severity, fired, message, category=rule.category))
         return outcomes

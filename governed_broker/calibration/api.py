@@ -6,7 +6,9 @@ Outputs, in ``<sweep dir>/calibration/``:
   series, plausible);
 * ``summary.json``: cutoff, counts, the plausible region per parameter, the best point and its
   full score (every target: observed, simulated, implausibility), the FEMA notice;
-* ``fit.png``: observed vs simulated take-up (best point; range of all plausible runs).
+* ``fit.png``: observed vs simulated take-up (best point; range of all plausible runs);
+* ``sensitivity.csv``: SALib indices of the scores to the parameters
+  (``calibration.sensitivity``).
 
 Calling it again on the same experiment and directory runs nothing already done (the sweep is
 idempotent) and scores again, e.g. after editing the targets, which are not part of the runs'
@@ -18,11 +20,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.hindcast import load_targets, plot_hindcast
 from governed_broker.calibration.history import CalibrationResult, history_match
+from governed_broker.calibration.sensitivity import calibration_sensitivity
 from governed_broker.config import ConfigError, load_experiment
 from governed_broker.sweep.api import SweepResult, default_sweep_dir, run_sweep
 from governed_broker.sweep.plan import build_plan
@@ -40,8 +44,20 @@ def calibrate(
     executor: str | None = None,
     max_workers: int | None = None,
     progress: bool = True,
+    train: tuple[int, int] | None = None,
 ) -> tuple[CalibrationResult, SweepResult]:
     """Run (or resume) the sweep of ``experiment`` and history-match it to its targets.
+
+    Args:
+        experiment: The experiment YAML (with ``calibration:`` and ``sweep:`` sections).
+        overrides: ``--set KEY.PATH=VALUE`` overrides applied at load.
+        out_dir: The sweep's output directory (default: the sweep's default directory).
+        executor: The sweep executor, as ``governed-broker sweep --executor``.
+        max_workers: Parallel runs, as ``governed-broker sweep --max-workers``.
+        progress: Print the sweep's progress on stderr.
+        train: A training window (first, last calendar year) that replaces
+            ``calibration.train``: the region is fitted on it and scored on the years after
+            it (``CalibrationResult.validation``).
 
     Raises:
         ConfigError: no ``calibration:`` or ``sweep:`` section, unreadable targets, or any
@@ -62,15 +78,29 @@ def calibrate(
     out = out_dir if out_dir is not None else default_sweep_dir(build_plan(experiment, overrides))
     sweep = run_sweep(experiment, overrides, out_dir=out, executor=executor,
                       max_workers=max_workers, progress=progress)
-    result = history_match(sweep.sweep_dir, sweep.index, targets)
+    window = train if train is not None else config.calibration.train
+    try:
+        result = history_match(sweep.sweep_dir, sweep.index, targets, window)
+    except AnalysisInputError as exc:
+        if window is None:
+            raise
+        raise ConfigError(f"{experiment}: {exc}") from exc
+    sampler = config.sweep.sampler
+    result = replace(result, sensitivity=calibration_sensitivity(
+        result.points, sampler.second_order if sampler is not None else None))
     write_calibration(result, sweep.sweep_dir / CALIBRATION_DIR)
     return result, sweep
 
 
 def write_calibration(result: CalibrationResult, folder: Path) -> Path:
-    """Write ``points.csv``, ``summary.json`` and ``fit.png`` into ``folder``."""
+    """Write the calibration's tables and plot into ``folder``.
+
+    The files are ``points.csv``, ``summary.json``, ``fit.png`` and ``sensitivity.csv``.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / "points.csv", result.points.to_csv(index=False))
+    if result.sensitivity is not None:
+        write_atomic(folder / "sensitivity.csv", result.sensitivity.to_csv(index=False))
     write_atomic(folder / "summary.json",
                  json.dumps(result.summary(), indent=2, sort_keys=False) + "\n")
     ensembles = {}

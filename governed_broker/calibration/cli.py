@@ -30,8 +30,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="where runs execute (default: sweep.executor)")
     parser.add_argument("--max-workers", type=int, default=None,
                         help="local processes at once (default: sweep.max_workers or CPUs)")
+    parser.add_argument("--train", metavar="FIRST-LAST", default=None,
+                        help="fit on these calendar years only and score the observed years "
+                        "after them out of sample (default: calibration.train, else all)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=cmd_calibrate)
+
+
+def parse_window(text: str) -> tuple[int, int]:
+    """``2011-2017`` -> (2011, 2017).
+
+    Raises:
+        ConfigError: not two years joined by '-', or the first after the last.
+    """
+    from governed_broker.config import ConfigError
+
+    first, sep, last = text.partition("-")
+    if not sep or not first.strip().isdigit() or not last.strip().isdigit():
+        raise ConfigError(f"--train {text!r}: expected FIRST-LAST calendar years, "
+                          "e.g. 2011-2017")
+    window = (int(first), int(last))
+    if window[0] > window[1]:
+        raise ConfigError(f"--train {text!r}: the first year is after the last")
+    return window
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -41,9 +62,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     if args.max_workers is not None and args.max_workers < 1:
         raise ConfigError(f"--max-workers {args.max_workers}: must be at least 1")
+    train = None if args.train is None else parse_window(args.train)
     result, sweep = calibrate(args.experiment, args.overrides, out_dir=args.out,
                               executor=args.executor, max_workers=args.max_workers,
-                              progress=not args.no_progress)
+                              progress=not args.no_progress, train=train)
     summary = result.summary()
     print(f"{summary['n_plausible']} of {summary['n_points']} parameter points plausible "
           f"(max implausibility <= {summary['cutoff']:g})")
@@ -58,5 +80,34 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if best is not None:
         rmse = ", ".join(f"{k} {v:.4f}" for k, v in best["rmse"].items() if v is not None)
         print(f"best point: max implausibility {best['max_implausibility']:.3g}; RMSE {rmse}")
+    if summary["validation"] is not None:
+        print(out_of_sample_text(summary["validation"]))
     print(f"wrote {sweep.sweep_dir / CALIBRATION_DIR}", file=sys.stderr)
     return sweep.exit_code
+
+
+def out_of_sample_text(validation: dict) -> str:
+    """The training fit beside its out-of-sample score and the in-sample fit, as lines."""
+    train, test = validation["train"], validation["test"]
+    lines = [f"fitted on {train[0]}-{train[1]}: {validation['n_plausible_train']} points "
+             f"plausible; {validation['n_plausible_train_and_test']} of them also on "
+             f"{test[0]}-{test[1]}"]
+    spread = validation["test_max_implausibility_of_plausible"]
+    if spread is not None:
+        lines.append(f"  their max implausibility on {test[0]}-{test[1]}: min "
+                     f"{spread['min']:.3g}, median {spread['median']:.3g}, max {spread['max']:.3g}")
+    best = validation["best_train_point"]
+    if best is not None:
+        rmse = ", ".join(f"{k} {v:.4f}" for k, v in best["test_rmse"].items() if v is not None)
+        lines.append(f"  best training point: max implausibility "
+                     f"{best['train_max_implausibility']:.3g} in the window, "
+                     f"{best['test_max_implausibility']:.3g} after it; RMSE after it {rmse}")
+    whole = validation["in_sample"]
+    found = whole["best_max_implausibility"]
+    line = (f"in-sample fit (every year): {whole['n_plausible']} points plausible, best "
+            f"max implausibility {'n/a' if found is None else f'{found:.3g}'}")
+    if whole["best_rmse"]:
+        line += "; RMSE " + ", ".join(f"{k} {v:.4f}" for k, v in whole["best_rmse"].items()
+                                      if v is not None)
+    lines.append(line)
+    return "\n".join(lines)

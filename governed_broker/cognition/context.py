@@ -1,4 +1,4 @@
-"""The PMT context builder: one household's situation -> the decision prompt (SPEC 4).
+"""The PMT context builder: one household's situation -> the decision prompt (docs/decisions.md).
 
 The prompt has a system message that is identical for every household and year (so backends
 reuse it as a cached prefix) and a user message with, in this order: identity, retrieved
@@ -41,12 +41,16 @@ class KnowledgeRetrieval(Protocol):
 
     chunks: Sequence[KnowledgeChunk]
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> dict[str, Any]:
+        """The retrieval's account for the audit (JSON-serialisable)."""
+        ...
 
 
 class KnowledgeProvider(Protocol):
-    """What the context builder and the run's manifest need of a knowledge base
-    (``rag.KnowledgeBase`` is the shipped one)."""
+    """What the context builder and the run's manifest need of a knowledge base.
+
+    ``rag.KnowledgeBase`` is the shipped one.
+    """
 
     def chunks_for(self, situation: HouseholdSituation) -> Sequence[KnowledgeChunk]:
         """The chunks for a situation, outside an event loop."""
@@ -62,8 +66,10 @@ class KnowledgeProvider(Protocol):
 
 
 class ContextBudgetError(ConfigError):
-    """A prompt is larger than ``governance.context.token_budget`` (a configuration problem:
-    the budget, ``llm.num_ctx`` or the amount of context shown must change)."""
+    """A prompt is larger than ``governance.context.token_budget``.
+
+    A configuration problem: the budget, ``llm.num_ctx`` or the amount of context shown must change.
+    """
 
 
 @dataclass(frozen=True)
@@ -104,8 +110,11 @@ def percent(share: float) -> str:
 
 
 def share_of(amount: float, base: float) -> str:
-    """``amount`` as a whole-number percentage of ``base`` (``170%``); ``more than 100%`` when
-    there is a positive amount and no positive base (no savings left to compare with)."""
+    """``amount`` as a whole-number percentage of ``base`` (``170%``).
+
+    ``more than 100%`` when there is a positive amount and no positive base (no savings left to
+    compare with).
+    """
     if base <= 0:
         return "more than 100%" if amount > 0 else "0%"
     return f"{round(100 * amount / base):,}%"
@@ -215,8 +224,11 @@ class ContextBuilder:
 
     # -- public -----------------------------------------------------------------------------
     async def abuild(self, situation: HouseholdSituation) -> Prompt:
-        """``build`` for use inside an event loop: the knowledge search (LLM query expansion)
-        is awaited rather than blocking the loop, and its account goes into the audit."""
+        """``build`` for use inside an event loop.
+
+        The knowledge search (LLM query expansion) is awaited rather than blocking the loop, and its
+        account goes into the audit.
+        """
         if self.knowledge is None:
             return self.build(situation, chunks=[])
         found = await self.knowledge.aretrieve_for(situation)
@@ -276,8 +288,10 @@ class ContextBuilder:
         )
 
     def _schema(self, allowed: tuple[str, ...]) -> Mapping[str, Any]:
-        """The reply schema of an allowed set, one object per set (never changed: requests and
-        the JSON encoders rely on it)."""
+        """The reply schema of an allowed set, one object per set.
+
+        Never changed: requests and the JSON encoders rely on it.
+        """
         schema = self._schemas.get(allowed)
         if schema is None:
             schema = self._schemas[allowed] = decision_json_schema(
@@ -341,30 +355,30 @@ class ContextBuilder:
         else:
             lines.append(t.render("home_values_owner", structure=money(s.structure_value_usd),
                                   contents=money(s.contents_value_usd)))
-        typical = s.extra.get("typical_flood")
-        if typical and typical.get("damage_usd", 0.0) > 0:
-            lines.append(t.render("typical_flood", depth=f"{typical['depth_m']:.1f} m",
-                                  damage=money(typical["damage_usd"])))
+        facts = s.facts
+        typical = facts.typical_flood
+        if typical is not None and typical.damage_usd > 0:
+            lines.append(t.render("typical_flood", depth=f"{typical.depth_m:.1f} m",
+                                  damage=money(typical.damage_usd)))
         lines.append(t.render("savings_line", savings=money(s.savings_usd)))
-        if "spending_room_usd" in s.extra:
+        if facts.spending_room_usd is not None:
             lines.append(t.render("spending_room_line",
-                                  room=money(float(s.extra["spending_room_usd"]))))
+                                  room=money(float(facts.spending_room_usd))))
         if s.debt_usd > 0:
             lines.append(t.render("debt_line", debt=money(s.debt_usd)))
         if s.unrepaired_damage_usd > 0:
             lines.append(t.render("unrepaired_line", unrepaired=money(s.unrepaired_damage_usd)))
         lines.append(t.text("insured_yes" if s.insured else "insured_no"))
-        if s.extra.get("insurance_required"):
+        if facts.insurance_required:
             lines.append(t.text("insurance_required_line"))
-        group = s.extra.get("group_policy")
-        if group:
-            lines.append(t.render("group_policy_line", years=str(group["years"]),
-                                  coverage=money(float(group["coverage_usd"]))))
-        if s.extra.get("aid_requires_insurance"):
+        group = facts.group_policy
+        if group is not None and group.years:
+            lines.append(t.render("group_policy_line", years=str(group.years),
+                                  coverage=money(float(group.coverage_usd))))
+        if facts.aid_requires_insurance:
             lines.append(t.text("aid_requires_insurance_line"))
-        if s.extra.get("buyout_offer_usd"):
-            lines.append(t.render("buyout_offer_line",
-                                  price=money(float(s.extra["buyout_offer_usd"]))))
+        if facts.buyout_offer_usd:
+            lines.append(t.render("buyout_offer_line", price=money(float(facts.buyout_offer_usd))))
         if s.tenure != "renter":
             lines.append(t.text("elevated_yes" if s.elevated else "elevated_no"))
         return "\n".join(lines)
@@ -393,14 +407,14 @@ class ContextBuilder:
     def _knowledge(self, s: HouseholdSituation, chunks: Sequence[KnowledgeChunk]) -> str:
         t = self.templates
         lines = []
-        for fact in s.extra.get("knowledge_facts", ()):
+        for fact in s.facts.knowledge_facts:
             lines.append(t.render("knowledge_fact", text=_one_line(fact)))
-        for h in s.extra.get("heuristics", ()):
+        for h in s.facts.heuristics:
             lines.append(
                 t.render(
                     "knowledge_heuristic",
-                    description=_one_line(h["description"]),
-                    success=percent(float(h["success_rate"])),
+                    description=_one_line(h.description),
+                    success=percent(float(h.success_rate)),
                 )
             )
         for chunk in chunks:
@@ -414,7 +428,7 @@ class ContextBuilder:
     def _choice(self, s: HouseholdSituation) -> str:
         t = self.templates
         lines = [t.text("choice_header")]
-        flood_costs = s.extra.get("loss_if_flood_usd", {})
+        flood_costs = s.facts.loss_if_flood_usd
         for action in s.allowed_actions:
             cost = float(s.action_costs_usd.get(action, 0.0))
             affordable = bool(s.affordable.get(action, True))

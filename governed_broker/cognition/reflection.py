@@ -7,7 +7,7 @@ sentences, never cut halfway) and checked against the memories it was drawn from
 (``cognition.insight_check``): an insight stopped by the schema's limit, or with a claim or a
 number that no source memory supports, is rejected and recorded, never stored. The others are
 stored with the engine's ``add_insight`` at a salience equal to the highest importance among
-their source memories (importance = ``insight_importance`` x salience, SPEC 3.1), so a flood
+their source memories (importance = ``insight_importance`` x salience, docs/memory.md), so a flood
 year's lessons outlast a quiet year's. Every reflection, including the failed, skipped and
 rejected ones, is written to ``reflections.jsonl``. Households reflect concurrently; insights
 are stored in agent-id order so memory ids do not depend on completion order.
@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from governed_broker import progress
 from governed_broker.cognition.context import memory_text
 from governed_broker.cognition.insight_check import unsupported
 from governed_broker.cognition.prompts import REFLECTION_TEMPLATES
@@ -44,8 +45,9 @@ from governed_broker.seeding import child_seed
 def parse_insights(
     text: str, n_insights: int, max_chars: int
 ) -> tuple[list[str], list[str], str | None]:
-    """Parse ``{"insights": [...]}``, repairing fences, prose, trailing commas; overlong items
-    keep their leading whole sentences (never cut halfway).
+    """Parse ``{"insights": [...]}``, repairing fences, prose, trailing commas.
+
+    Overlong items keep their leading whole sentences (never cut halfway).
 
     Returns:
         ``(insights, repairs, error or None)``; at least one non-empty insight on success.
@@ -119,8 +121,10 @@ class ReflectionEngine:
     @classmethod
     def from_dir(cls, prompts_dir: Path, backend: LLMBackend, config: ReflectionConfig,
                  **kwargs: Any) -> ReflectionEngine:
-        """Load ``<prompts_dir>/reflection.yaml`` (templates and ``claims``) and build the
-        engine."""
+        """Load ``<prompts_dir>/reflection.yaml`` and build the engine.
+
+        Templates and ``claims``.
+        """
         templates = load_templates(Path(prompts_dir) / "reflection.yaml", REFLECTION_TEMPLATES,
                                    extra_keys=frozenset({"claims"}))
         return cls(backend, config, templates, **kwargs)
@@ -153,9 +157,12 @@ class ReflectionEngine:
 
         async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:
             async with semaphore:
-                return await self._reflect_one(target, year)
+                result = await self._reflect_one(target, year)
+            progress.advance()
+            return result
 
         ordered = sorted(targets, key=lambda t: t.agent_id)
+        progress.phase("reflections", len(ordered))
         results = await asyncio.gather(*(one(t) for t in ordered))
         records = []
         for target, (record, insights) in zip(ordered, results, strict=True):
@@ -172,8 +179,10 @@ class ReflectionEngine:
     async def areflect_shared(
         self, groups: Sequence[Sequence[ReflectionTarget]], year: int
     ) -> list[dict[str, Any]]:
-        """Reflect once per group (cohort mode): the group's first household by agent id
-        reflects on its memories of the year, and its insights are stored in every member.
+        """Reflect once per group (cohort mode).
+
+        The group's first household by agent id reflects on its memories of the year, and its
+        insights are stored in every member.
 
         Returns:
             The ``reflections.jsonl`` records, one per household in agent order; a member's
@@ -185,8 +194,11 @@ class ReflectionEngine:
 
         async def one(target: ReflectionTarget) -> tuple[dict[str, Any], list[str]]:
             async with semaphore:
-                return await self._reflect_one(target, year)
+                result = await self._reflect_one(target, year)
+            progress.advance()
+            return result
 
+        progress.phase("reflections", len(ordered))
         results = await asyncio.gather(*(one(g[0]) for g in ordered))
         records = []
         for group, (record, insights) in zip(ordered, results, strict=True):

@@ -1,4 +1,4 @@
-"""The structured reply of a household's decision (SPEC 4 "Response schema").
+"""The structured reply of a household's decision (docs/decisions.md "How a decision is made").
 
 A reply is a JSON object::
 
@@ -128,8 +128,11 @@ def decision_json_schema(
 
 
 def insights_json_schema(n_insights: int, max_chars: int) -> dict[str, Any]:
-    """JSON schema of a reflection reply: ``{"insights": [n short strings]}`` (each bounded by
-    the hard cap of ``max_chars``, see ``decision_json_schema``)."""
+    """JSON schema of a reflection reply.
+
+    ``{"insights": [n short strings]}`` (each bounded by the hard cap of ``max_chars``, see
+    ``decision_json_schema``).
+    """
     return {
         "type": "object",
         "properties": {

@@ -7,13 +7,14 @@ sections by ``config.memory.MemoryParams`` and ``config.broker.GovernanceRules``
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from governed_broker.config.base import StrictModel, excerpt, printable
+from governed_broker.config.base import ConfigError, StrictModel, excerpt, printable
 from governed_broker.config.broker import GovernanceRules
 from governed_broker.config.memory import MemoryParams
 from governed_broker.contracts.effects import NO_EFFECT, check_effect
@@ -153,6 +154,27 @@ class PMTLabels(StrictModel):
         return None
 
 
+def check_action_ids(named: Mapping[str, Iterable[str]], actions: Iterable[str],
+                     source: Path | str, domain_file: Path | str) -> None:
+    """Every action id a YAML file names is an action of the domain.
+
+    Args:
+        named: Per place in ``source`` (``topic 'elevation'``), the action ids it names.
+        actions: The domain's action ids.
+        source: The file that names them.
+        domain_file: The ``agent_types.yaml`` they must be actions of.
+
+    Raises:
+        ConfigError: One message naming ``source``, each place and its unknown ids.
+    """
+    known = list(actions)
+    problems = [f"{where} names {sorted(set(ids) - set(known))}"
+                for where, ids in named.items() if set(ids) - set(known)]
+    if problems:
+        raise ConfigError(f"{source}: {'; '.join(problems)}, which {domain_file} does not have "
+                          f"(its actions: {', '.join(known)}); rename them in {source} too")
+
+
 class AgentTypesConfig(StrictModel):
     """The validated ``agent_types.yaml``."""
 
@@ -187,6 +209,12 @@ class AgentTypesConfig(StrictModel):
                         f"governance rule {rule.id!r}: when.{part} label(s) {listed} are not on "
                         f"the pmt_labels scale {self.pmt_labels.labels}"
                     )
+        return self
+
+    @model_validator(mode="after")
+    def _rules_name_actions(self) -> AgentTypesConfig:
+        if self.governance is not None:
+            self.governance.check_actions(self.actions)
         return self
 
     @property

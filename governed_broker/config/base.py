@@ -65,8 +65,10 @@ def _accepts_off(annotation: Any) -> bool:
 
 
 def _yaml_off(annotation: Any, value: Any) -> Any:
-    """``value`` with a ``False`` read as ``"off"`` where ``annotation`` accepts ``"off"``
-    (itself, or the values of a dict)."""
+    """``value`` with a ``False`` read as ``"off"`` where ``annotation`` accepts ``"off"``.
+
+    Itself, or the values of a dict.
+    """
     if value is False and _accepts_off(annotation):
         return "off"
     if isinstance(value, dict):
@@ -78,8 +80,10 @@ def _yaml_off(annotation: Any, value: Any) -> Any:
 
 
 def _bool_where_number(annotation: Any, value: Any) -> bool:
-    """Whether ``value`` holds a bool where ``annotation`` wants a number (also inside dicts
-    and lists of numbers)."""
+    """Whether ``value`` holds a bool where ``annotation`` wants a number.
+
+    Also inside dicts and lists of numbers.
+    """
     alts = _alternatives(annotation)
     if bool in alts or Any in alts:
         return False
@@ -126,6 +130,26 @@ def printable(text: str, limit: int) -> str:
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
+#: Names Windows reserves for devices, with or without an extension (``CON``, ``nul.txt``): a
+#: run or arm so named could not be copied to a Windows share or laptop.
+WINDOWS_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)),
+                              *(f"LPT{i}" for i in range(10))})
+
+
+def portable_name_problem(name: str) -> str | None:
+    """Why ``name`` (a run's or an arm's, which becomes a file name) is not portable, or None.
+
+    Not portable: a device name Windows reserves (``WINDOWS_RESERVED``, in any case, with or
+    without an extension) and a name ending in ``.`` or a space (which Windows drops).
+    """
+    if name.split(".")[0].upper() in WINDOWS_RESERVED:
+        return (f"{name.split('.')[0]!r} is a device name Windows reserves (CON, PRN, AUX, NUL, "
+                "COM0-9, LPT0-9), with or without an extension; choose another name")
+    if name.endswith((".", " ")):
+        return "must not end in '.' or a space (Windows drops them from file names)"
+    return None
+
+
 #: Longest configuration-error message (characters) and longest line in it. Messages are
 #: built to be short; this is the backstop for any that quotes more than it should.
 MAX_MESSAGE_CHARS = 8000
@@ -133,8 +157,11 @@ MAX_MESSAGE_LINE_CHARS = 2000
 
 
 def bounded_message(message: str) -> str:
-    """A message made safe to print: every line printable (tabs kept) and at most
-    ``MAX_MESSAGE_LINE_CHARS`` long, the whole at most ``MAX_MESSAGE_CHARS``."""
+    """A message made safe to print.
+
+    Every line printable (tabs kept) and at most ``MAX_MESSAGE_LINE_CHARS`` long, the whole at most
+    ``MAX_MESSAGE_CHARS``.
+    """
     lines = [printable(line.replace("\t", " "), MAX_MESSAGE_LINE_CHARS)
              for line in message[: MAX_MESSAGE_CHARS * 2].split("\n")]
     text = "\n".join(lines)

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from governed_broker.config.base import StrictModel
+from governed_broker.contracts.decision import action_in_path
 
 #: A governance rule's severity: ``ERROR`` blocks and re-asks, ``WARNING`` is only recorded,
 #: ``off`` is not evaluated.
@@ -43,13 +44,13 @@ class ContextConfig(StrictModel):
             bounds retrieval; this guards the budget).
         max_reason_chars: The length a ``reason`` is asked to keep to. Short reasons save
             generation time on CPU: 100 characters is one short sentence (~18 words;
-            local_llm.md section 5 recommends ~100). The response schema's limit is three times
-            it (``cognition.sentences.hard_cap``), so that a sentence is never stopped halfway;
-            a longer reason keeps its leading whole sentences (at least the first), a recorded
-            repair.
+            docs/llm_backends.md "Measurements behind the defaults" recommends ~100). The
+            response schema's limit is three times it (``cognition.sentences.hard_cap``), so
+            that a sentence is never stopped halfway; a longer reason keeps its leading whole
+            sentences (at least the first), a recorded repair.
         appraisal_order: The order of each appraisal's fields in the reply, in the format the
             system message shows (``appraisal_<order>`` of ``household.yaml``) and in the reply
-            schema a grammar-constrained decoder follows: ``label_first`` (SPEC 4's response
+            schema a grammar-constrained decoder follows: ``label_first`` (the response
             schema) or ``reason_first``, which makes a model write its reason before it
             commits to a label (a reply-shape variant of docs/validity.md "Variants measured").
     """
@@ -101,8 +102,8 @@ class ReflectionConfig(StrictModel):
         enabled: Reflect at all (off for the ablation without reflection).
         interval_years: Reflect at the end of every n-th year (1 = every year). source: the
             lineage reflected every year (lessons_from_prior_art.md item 15).
-        n_insights: Insights asked for per household and reflection. source: SPEC 4 / seed
-            003, "3 short insights".
+        n_insights: Insights asked for per household and reflection. source:
+            docs/memory.md "Reflection" / seed 003, "3 short insights".
         max_memories: Most memories of the year shown in one reflection prompt, most
             important first. source: the lineage used 10 memories per reflection.
         max_insight_chars: The length an insight is asked to keep to (the schema allows three
@@ -252,8 +253,10 @@ class RuleCondition(StrictModel):
 
 
 class RuleSeverity(StrictModel):
-    """Severity per governance profile: ``ERROR`` blocks and re-asks, ``WARNING`` is only
-    recorded, ``off`` is not evaluated."""
+    """Severity per governance profile.
+
+    ``ERROR`` blocks and re-asks, ``WARNING`` is only recorded, ``off`` is not evaluated.
+    """
 
     strict: Severity
     relaxed: Severity
@@ -353,10 +356,14 @@ class GovernanceRules(StrictModel):
         return self.model_copy(update={"rules": rules})
 
     def check_actions(self, action_ids: Iterable[str]) -> None:
-        """Raise ``ValueError`` if a rule names an action the skill registry does not know."""
+        """Raise ``ValueError`` if a rule names an action the domain does not have.
+
+        Among the actions it applies to, or as the action whose cost or affordability it tests.
+        """
         known = set(action_ids)
         for rule in self.rules:
-            unknown = [a for a in rule.actions if a not in known]
+            named = [*rule.actions, *filter(None, map(action_in_path, rule.when.state))]
+            unknown = [a for a in named if a not in known]
             if unknown:
                 raise ValueError(
                     f"governance rule {rule.id!r} names unknown action(s) {unknown}; "

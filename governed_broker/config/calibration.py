@@ -8,7 +8,7 @@ run's outputs, so it is not part of the run hash. See docs/hindcast.md.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from governed_broker.config.base import StrictModel
 from governed_broker.config.world import FilePath
@@ -19,6 +19,17 @@ class CalibrationConfig(StrictModel):
 
     Attributes:
         targets: The hindcast targets file (observed series, ranges, cutoff).
+        train: A training window (first, last calendar year): the region is fitted on its
+            years alone and scored out of sample on the observed years after it
+            (``governed-broker calibrate --train FIRST-LAST`` overrides it).
     """
 
     targets: FilePath = Field(description="hindcast targets file (configs/hindcast/passaic.yaml)")
+    train: tuple[int, int] | None = Field(None, description=(
+        "training window [first, last] calendar year; the years after it are the test"))
+
+    @model_validator(mode="after")
+    def _ordered(self) -> CalibrationConfig:
+        if self.train is not None and self.train[0] > self.train[1]:
+            raise ValueError(f"train {list(self.train)}: the first year is after the last")
+        return self

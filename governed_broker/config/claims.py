@@ -1,6 +1,8 @@
-"""The ``claims`` of ``configs/prompts/reflection.yaml``: what a reflection insight may claim
-about the household's own year, and what a source memory must say to support it (used by
-``cognition.insight_check``; checked when an experiment with reflection is loaded).
+"""The ``claims`` of ``configs/prompts/reflection.yaml``.
+
+What a reflection insight may claim about the household's own year, and what a source memory must
+say to support it (used by ``cognition.insight_check``; checked when an experiment with reflection
+is loaded).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
-from governed_broker.config.base import StrictModel
+from governed_broker.config.base import StrictModel, portable_name_problem
 from governed_broker.config.broker import GovernanceConfig, RAGConfig, ReflectionConfig
 from governed_broker.config.calibration import CalibrationConfig
 from governed_broker.config.cohort import CohortConfig
@@ -118,6 +118,9 @@ class ExperimentConfig(StrictModel):
         # collide with another run's working directory or lock
         if name.endswith((".partial", ".lock")):
             raise ValueError("must not end in '.partial' or '.lock' (names of a run's work files)")
+        problem = portable_name_problem(name)
+        if problem is not None:
+            raise ValueError(problem)
         return name
 
     @model_validator(mode="after")
@@ -141,9 +144,11 @@ class ExperimentConfig(StrictModel):
         return self.with_settings(self.policy_change.settings)
 
     def with_settings(self, settings: dict[str, Any]) -> ExperimentConfig:
-        """The experiment with policy settings (dotted paths of ``config.policy``, e.g.
-        ``{"insurance.loading": 1.2}``) changed: a policy change, or the levers institutions
-        put in force for a year. The changed sections are validated again.
+        """The experiment with some policy settings changed.
+
+        Settings are dotted paths of ``config.policy``, e.g. ``{"insurance.loading": 1.2}``: a
+        policy change, or the levers institutions put in force for a year. The changed sections are
+        validated again.
 
         Raises:
             ValueError: a changed setting the section does not accept.

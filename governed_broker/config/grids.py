@@ -1,18 +1,30 @@
-"""Reading the flood-depth grids of ``hazard.raster``: ESRI ASCII, plain or gzip, from a
-directory or a tar archive.
+"""Reading the flood-depth grids of ``hazard.raster``.
+
+ESRI ASCII, plain or gzip, from a directory or a tar archive.
 
 An ESRI ASCII grid is six header lines (``ncols``, ``nrows``, ``xllcorner`` or ``xllcenter``,
 ``yllcorner`` or ``yllcenter``, ``cellsize``, ``NODATA_value``) and ``nrows`` rows of
 ``ncols`` values, the first row the northernmost. Every grid of a series must share one
 geometry. Problems are ``ConfigError``s naming the file and what to do.
+
+Every value is a depth in metres in [0, ``MAX_DEPTH_M``] or the grid's ``NODATA_value`` (a cell
+outside the modelled area). A ``nan`` cell is NODATA only in a grid whose ``NODATA_value`` is
+``nan`` (as GDAL writes float grids); in any other grid it is an error naming its row and
+column, as is an infinite, negative or too deep value: a cell is never dropped silently.
+``hazard.raster.path`` and every grid must be a directory or a regular file (a FIFO or a device
+would block or never end), and a damaged archive (cut short by an interrupted download, or
+corrupt) is said to be one.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import lzma
+import math
 import tarfile
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import numpy as np
@@ -36,7 +48,9 @@ class GridGeometry:
     xllcorner: float
     yllcorner: float
     cellsize: float
-    nodata: float | None
+    #: Not part of the geometry: grids of a series may mark NODATA differently (and NaN is
+    #: never equal to itself).
+    nodata: float | None = field(compare=False)
 
     def cell_of(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Row (0 = northernmost) and column of points; -1 where a point is off the grid."""
@@ -45,6 +59,11 @@ class GridGeometry:
         row = self.nrows - 1 - up
         off = (col < 0) | (col >= self.ncols) | (row < 0) | (row >= self.nrows)
         return np.where(off, -1, row), np.where(off, -1, col)
+
+
+#: What reading a damaged (cut short or corrupt) tar archive raises (bz2 damage surfaces as
+#: OSError or EOFError).
+_DAMAGED = (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, OSError)
 
 
 def archive_hint(raster: RasterConfig) -> str:
@@ -74,19 +93,26 @@ class GridSource:
         self.raster, self.path = raster, Path(path)
         if not self.path.exists():
             raise ConfigError(f"hazard.raster.path: {self.path} not found. {archive_hint(raster)}")
+        if not (self.path.is_dir() or self.path.is_file()):
+            raise ConfigError(f"hazard.raster.path: {self.path} is neither a directory nor a "
+                              f"regular file (a FIFO, a device or a socket is not a regular "
+                              f"file). {archive_hint(raster)}")
         for name in raster.grids.values():
             _check_member_name(name, "hazard.raster.grids")
 
     def texts(self, header_only: bool = False):
-        """``(year, name, text)`` of every grid in year order (only the header lines when
-        ``header_only``)."""
+        """``(year, name, text)`` of every grid in year order.
+
+        Only the header lines when ``header_only``.
+        """
         order = sorted(self.raster.grids)
         if self.path.is_dir():
             for year in order:
                 name = self.raster.grids[year]
                 file = self.path / name
                 if not file.is_file():
-                    raise ConfigError(f"hazard.raster.grids.{year}: {file} not found. "
+                    what = "is not a regular file" if file.exists() else "not found"
+                    raise ConfigError(f"hazard.raster.grids.{year}: {file} {what}. "
                                       f"{archive_hint(self.raster)}")
                 with open(file, "rb") as handle:
                     yield year, name, self._decode(name, handle.read(MAX_GRID_BYTES + 1),
@@ -94,23 +120,47 @@ class GridSource:
             return
         try:
             archive = tarfile.open(self.path, "r:*")
-        except (tarfile.TarError, OSError) as exc:
-            raise ConfigError(f"hazard.raster.path: {self.path} is neither a directory nor a "
-                              f"readable tar archive ({exc}). {archive_hint(self.raster)}") from exc
+        except PermissionError as exc:  # an OSError, but not damage
+            raise ConfigError(f"hazard.raster.path: {self.path} cannot be read "
+                              f"({exc.strerror})") from None
+        except tarfile.ReadError:
+            raise ConfigError(
+                f"hazard.raster.path: {self.path} is a regular file but not a tar archive "
+                f"(.tar, .tar.gz, .tar.bz2 or .tar.xz), or one damaged at its start; "
+                f"{archive_hint(self.raster)}") from None
+        except _DAMAGED as exc:
+            raise self._damaged("its first member", exc) from None
         with archive:
             for year in order:
                 name = self.raster.grids[year]
                 try:
-                    member = archive.getmember(name)
-                except KeyError:
-                    raise ConfigError(
-                        f"hazard.raster.grids.{year}: {name!r} is not in {self.path}. "
-                        f"{archive_hint(self.raster)}") from None
-                if not member.isfile() or member.size > MAX_GRID_BYTES:
-                    raise ConfigError(f"hazard.raster.grids.{year}: {name!r} in {self.path} is "
-                                      f"not a regular file of at most {MAX_GRID_BYTES} bytes")
-                data = archive.extractfile(member).read()
+                    data = self._member(archive, year, name)
+                except _DAMAGED as exc:
+                    raise self._damaged(f"grid {name!r}", exc) from None
                 yield year, name, self._decode(name, data, header_only)
+
+    def _member(self, archive: tarfile.TarFile, year: int, name: str) -> bytes:
+        """The bytes of the archive's grid ``name`` (the grid of ``year``)."""
+        try:
+            member = archive.getmember(name)
+        except KeyError:
+            if not _ends_cleanly(archive):  # cut short before the member: damaged, not wrong
+                raise tarfile.ReadError("it ends before its end-of-archive marker") from None
+            raise ConfigError(f"hazard.raster.grids.{year}: {name!r} is not in {self.path}. "
+                              f"{archive_hint(self.raster)}") from None
+        if not member.isfile() or member.size > MAX_GRID_BYTES:
+            raise ConfigError(f"hazard.raster.grids.{year}: {name!r} in {self.path} is "
+                              f"not a regular file of at most {MAX_GRID_BYTES} bytes")
+        data = archive.extractfile(member).read()
+        if len(data) != member.size:
+            raise tarfile.ReadError(f"{len(data)} of its {member.size} bytes are there")
+        return data
+
+    def _damaged(self, where: str, exc: BaseException) -> ConfigError:
+        return ConfigError(
+            f"hazard.raster.path: {self.path} is damaged: reading {where} failed "
+            f"({type(exc).__name__}: {str(exc)[:120]}); the archive is truncated or corrupt (an "
+            f"interrupted download?): fetch it again. {archive_hint(self.raster)}")
 
     def _decode(self, name: str, data: bytes, header_only: bool) -> str:
         where = f"{self.path}: grid {name}"
@@ -118,8 +168,9 @@ class GridSource:
             try:
                 with gzip.GzipFile(fileobj=io.BytesIO(data)) as handle:
                     data = handle.read(MAX_GRID_BYTES + 1)
-            except (OSError, EOFError) as exc:
-                raise ConfigError(f"{where}: not a readable gzip file ({exc})") from exc
+            except (OSError, EOFError, zlib.error) as exc:
+                raise ConfigError(f"{where}: not a readable gzip file, truncated or corrupt "
+                                  f"({type(exc).__name__}: {str(exc)[:120]})") from None
         if len(data) > MAX_GRID_BYTES:
             raise ConfigError(f"{where}: larger than {MAX_GRID_BYTES} bytes")
         if header_only:
@@ -129,6 +180,18 @@ class GridSource:
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{where}: not an ESRI ASCII grid (non-ASCII byte at "
                               f"{exc.start})") from None
+
+
+def _ends_cleanly(archive: tarfile.TarFile) -> bool:
+    """Whether a tar archive whose members were all read ends with its end-of-archive marker.
+
+    The marker is two zero blocks (a compressed archive also has its compression's end): a
+    download cut short between two members has none, and its later members are missing.
+    """
+    archive.getmembers()
+    archive.fileobj.seek(archive.offset)
+    tail = archive.fileobj.read(1 << 20)
+    return len(tail) >= 2 * tarfile.BLOCKSIZE and not tail[: 2 * tarfile.BLOCKSIZE].strip(b"\0")
 
 
 def parse_header(text: str, where: str) -> tuple[GridGeometry, str]:
@@ -154,6 +217,9 @@ def parse_header(text: str, where: str) -> tuple[GridGeometry, str]:
     missing = [k for k in _HEADER_KEYS[:5] if k not in values]
     if missing:
         raise ConfigError(f"{where}: header lacks {missing}")
+    infinite = [k for k in _HEADER_KEYS[:5] if not math.isfinite(values[k])]
+    if infinite:
+        raise ConfigError(f"{where}: header value(s) of {infinite} are not finite")
     cell = values["cellsize"]
     ncols, nrows = values["ncols"], values["nrows"]
     if not (cell > 0 and ncols >= 1 and nrows >= 1 and ncols == int(ncols)
@@ -177,13 +243,22 @@ def parse_depths(text: str, where: str) -> tuple[GridGeometry, np.ndarray]:
         raise ConfigError(f"{where}: {values.size} values for {geometry.nrows} x "
                           f"{geometry.ncols} cells")
     grid = values.reshape(geometry.nrows, geometry.ncols)
-    if geometry.nodata is not None:
-        grid[grid == geometry.nodata] = np.nan
-    valid = grid[~np.isnan(grid)]
-    if not np.all(np.isfinite(valid)) or valid.size and (valid.min() < 0
-                                                          or valid.max() > MAX_DEPTH_M):
-        raise ConfigError(f"{where}: depths must be finite metres in [0, {MAX_DEPTH_M:g}] "
-                          "(or NODATA)")
+    nodata = geometry.nodata
+    if nodata is not None and math.isnan(nodata):
+        outside = np.isnan(grid)  # declared: NaN is this grid's NODATA
+    else:
+        outside = grid == nodata if nodata is not None else np.zeros(grid.shape, bool)
+    bad = ~outside & ~((grid >= 0) & (grid <= MAX_DEPTH_M))  # NaN fails both tests
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        value = grid[row, col]
+        what = ("is NaN, which is NODATA only in a grid whose NODATA_value is nan"
+                if np.isnan(value) else "is not finite" if np.isinf(value) else f"is {value:g}")
+        raise ConfigError(
+            f"{where}: the cell at row {row + 1}, column {col + 1} {what}; depths must be "
+            f"metres in [0, {MAX_DEPTH_M:g}] or the NODATA_value ({int(bad.sum())} such "
+            "cell(s) in all; row 1 is the northernmost)")
+    grid[outside] = np.nan
     return geometry, grid
 
 

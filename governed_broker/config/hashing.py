@@ -24,6 +24,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from governed_broker.config.base import ConfigError
+
 if TYPE_CHECKING:  # pragma: no cover
     from governed_broker.config.experiment import ExperimentConfig
 
@@ -55,6 +57,8 @@ def _file_digests(key: str, path: Path) -> dict[str, str]:
     if path.is_dir():
         return {f"{key}/{f.relative_to(path).as_posix()}": _sha256(f)
                 for f in sorted(path.rglob("*")) if f.is_file()}
+    if not path.is_file():  # a FIFO would block the hash, a device never end it
+        raise ConfigError(f"input {key!r}: {path} is neither a directory nor a regular file")
     return {key: _sha256(path)}
 
 

@@ -1,5 +1,6 @@
-"""Institutions: the domain file (``institutions.yaml``) and the experiment's ``institutions:``
-section (docs/institutions.md).
+"""Institutions: the domain file and the experiment's ``institutions:`` section.
+
+``institutions.yaml``; docs/institutions.md.
 
 The domain says, for each institution, which facts its prompt shows and in what words, which
 levers it sets (each one a world setting, in a unit) and the rules that bind it: legal bounds
@@ -59,7 +60,13 @@ TOLERANCE = 1e-9
 
 
 def close(a: float, b: float) -> bool:
-    """Whether two amounts are equal within ``TOLERANCE``."""
+    """Whether two amounts are equal within ``TOLERANCE``.
+
+    A non-finite amount is close only to itself: the tolerance scales with the amounts, so
+    without this an infinite sum of budgets would count as "on" any limit and pass it.
+    """
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b
     return abs(a - b) <= TOLERANCE * max(1.0, abs(a), abs(b))
 
 
@@ -171,8 +178,10 @@ class InstitutionRule(StrictModel):
         return self.kind in LIMIT_KINDS
 
     def bounds(self, previous: float) -> tuple[float, float]:
-        """The interval a ``range`` or ``max_change`` rule allows a lever whose value last
-        year was ``previous`` (infinite where unbounded)."""
+        """The interval a ``range`` or ``max_change`` rule allows a lever.
+
+        Given the lever's value last year, ``previous``; infinite where unbounded.
+        """
         if self.kind == "range":
             return (-math.inf if self.min is None else self.min,
                     math.inf if self.max is None else self.max)
@@ -182,9 +191,11 @@ class InstitutionRule(StrictModel):
         return down, up
 
     def allows(self, value: float, previous: float) -> bool:
-        """Whether a ``range``, ``max_change`` or ``multiple_of`` rule lets one lever take
-        ``value`` after ``previous`` (True for the other kinds, which look at more than one
-        lever or at facts)."""
+        """Whether a ``range``.
+
+        ``max_change`` or ``multiple_of`` rule lets one lever take ``value`` after ``previous``
+        (True for the other kinds, which look at more than one lever or at facts).
+        """
         if self.kind in ("range", "max_change"):
             low, high = self.bounds(previous)
             return (value >= low or close(value, low)) and (value <= high or close(value, high))
@@ -252,8 +263,10 @@ class InstitutionsDomain(StrictModel):
         return getattr(self, institution)
 
     def start_problems(self, values: dict[str, float]) -> list[str]:
-        """What the starting values of the levers (by world setting) break: the ``range`` and
-        ``multiple_of`` limits (a start has no change and spends nothing yet)."""
+        """What the starting values of the levers (by world setting) break.
+
+        The ``range`` and ``multiple_of`` limits (a start has no change and spends nothing yet).
+        """
         problems = []
         for name in INSTITUTIONS:
             domain = self.of(name)

@@ -14,7 +14,9 @@ class RunLimits(StrictModel):
         max_household_years: Most households x years. The default (5 million) is about 20
             minutes of the baseline world on 2 cores (docs/running.md "Performance": 4.25e-5 s
             per agent-year, plus outputs); above it a typo is likelier than intent.
-        max_llm_calls: Most LLM calls (decisions plus reflections). The default (20,000) is
+        max_llm_calls: Most LLM decision and reflection calls (upper bounds from the
+            configuration; the re-asks and other calls ``config.cost.estimate_run_cost``
+            expects on top are not limited). The default (20,000) is
             about two days of the embedded model on 2 cores, or minutes on a GPU server.
     """
 

@@ -17,6 +17,7 @@ Example (a workstation Ollama)::
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -33,7 +34,12 @@ LLM_BACKENDS: dict[str, str] = {
     "ollama": "governed_broker.llm.factory:build_ollama",
     "openai": "governed_broker.llm.factory:build_openai",
     "scripted": "governed_broker.llm.factory:build_scripted",
+    "reference": "governed_broker.llm.factory:build_reference",
 }
+
+
+#: The names of the reference respondents (``governed_broker.llm.reference``).
+REFERENCE_NAME = re.compile(r"^(deaf|random|seed|rule)$|^(order|noisy_rule):(0(\.\d+)?|1(\.0+)?)$")
 
 
 class LLMCacheConfig(StrictModel):
@@ -62,12 +68,14 @@ class LLMConfig(StrictModel):
 
     backend: str = Field(
         "embedded", description="a name of LLM_BACKENDS: embedded | ollama | openai | "
-        "scripted (tests only)"
+        "scripted (tests only) | reference (known-truth respondents that calibrate the "
+        "validity battery, not models)"
     )
     model: str | None = Field(
         None,
         description="embedded: catalogue name (default qwen2.5-coder-0.5b-instruct-q4_k_m); "
-        "ollama: model tag, e.g. gemma3:4b; openai: the server's model name",
+        "ollama: model tag, e.g. gemma3:4b; openai: the server's model name; reference: "
+        "deaf, random, seed, rule, order:Q or noisy_rule:S (docs/validity.md)",
     )
     model_path: Path | None = Field(
         None, description="embedded only: any local GGUF file instead of a catalogue name"
@@ -85,14 +93,17 @@ class LLMConfig(StrictModel):
         ge=1,
         le=256,
         description="requests in flight per host (embedded: parallel slots). Default 1 for "
-        "embedded and ollama (source: local_llm.md s5, 2 cores slower with 2 in flight; "
-        "OLLAMA_NUM_PARALLEL defaults to 1), 4 for openai servers (continuous batching); at "
-        "most 256, above the batch of any single inference server",
+        "embedded and ollama (source: docs/llm_backends.md, measurements behind the defaults: "
+        "2 cores slower with 2 in flight; OLLAMA_NUM_PARALLEL defaults to 1), 4 for openai "
+        "servers (continuous batching); at most 256, above the batch of any single inference "
+        "server",
     )
     threads: int | None = Field(
         None, ge=1, le=1024,
-        description="embedded: CPU threads; default all usable cores; at most 1024 (more than "
-        "any one machine has)"
+        description="embedded: CPU threads; default 2 (1 on a one-core machine), whatever the "
+        "machine, because a reply depends on the thread count (it is part of the response-cache "
+        "key and the validity card's key: docs/llm_backends.md); at most 1024 (more than any "
+        "one machine has)"
     )
     prompt_cache: bool = Field(
         True,
@@ -107,7 +118,7 @@ class LLMConfig(StrictModel):
         None, ge=0.0, le=2.0,
         description="sampling temperature; default (null): the model catalogue's setting for "
         "an embedded catalogue model (governed_broker/llm/models.yaml), else 0.7 (source: "
-        "local_llm.md s5 protocol)",
+        "the measurement protocol in docs/llm_backends.md)",
     )
     top_p: float | None = Field(
         None, gt=0.0, le=1.0,
@@ -135,11 +146,13 @@ class LLMConfig(StrictModel):
         ge=256,
         le=1_048_576,
         description="context window in tokens; always set explicitly for Ollama "
-        "(source: local_llm.md s8, Ollama sizes it by VRAM otherwise); at most 1,048,576, the "
-        "largest context of current open models",
+        "(source: Ollama's context-length documentation, which sizes it by VRAM otherwise; "
+        "docs/llm_backends.md); at most 1,048,576, the largest context of current open models",
     )
     timeout_s: float = Field(
-        300.0, gt=0, description="seconds per call before it counts as a timeout"
+        300.0, gt=0, description="seconds per call before it counts as a timeout; embedded: "
+        "the longest wait for the next token (a stall), so a call still producing tokens on a "
+        "slow machine is never cut off"
     )
     retries: int = Field(
         3, ge=0, le=10, description="retries of transport errors made in any case (never of "
@@ -192,4 +205,9 @@ class LLMConfig(StrictModel):
             raise ValueError("set either llm.model or llm.model_path for the embedded backend")
         if self.backend == "scripted" and self.script is None:
             raise ValueError("llm.script (a YAML file of rules) is required for 'scripted'")
+        if self.backend == "reference" and not REFERENCE_NAME.match(self.model or ""):
+            raise ValueError(
+                f"llm.model {self.model!r} names no reference respondent; use deaf, random, "
+                "seed, rule, order:Q or noisy_rule:S (Q, S shares between 0 and 1, e.g. "
+                "order:0.45, noisy_rule:0.25)")
         return self

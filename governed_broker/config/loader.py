@@ -10,6 +10,7 @@ import io
 import re
 import typing
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +18,19 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel
 
-from governed_broker.config.agent_types import AgentTypesConfig
+from governed_broker.config.agent_types import AgentTypesConfig, check_action_ids
 from governed_broker.config.base import ConfigError, excerpt
 from governed_broker.config.claims import load_claims
 from governed_broker.config.cost import check_run_limits
-from governed_broker.config.damage import load_damage_table
+from governed_broker.config.damage import DamageTable, load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.institutions import (
     INSTITUTION_TEMPLATE_EXTRAS,
     INSTITUTION_TEMPLATES,
+    INSTITUTIONS,
     InstitutionsDomain,
 )
+from governed_broker.config.knowledge import load_topics
 from governed_broker.config.memory import MEMORY_TEXTS
 from governed_broker.config.templates import load_templates
 from governed_broker.config.validation import allowed_keys, child_annotation, validate_model
@@ -183,8 +186,33 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class ReadInputs:
+    """The input files an experiment names, parsed while they were checked at load.
+
+    Attributes:
+        domain: ``agent_types``.
+        damage_table: ``damage.table``.
+        institutions: ``institutions.domain`` (None: no institutions).
+    """
+
+    domain: AgentTypesConfig
+    damage_table: DamageTable
+    institutions: InstitutionsDomain | None = None
+
+
 def load_experiment(path: str | Path, overrides: Iterable[str] = (), *,
                     base_dir: str | Path | None = None) -> ExperimentConfig:
+    """The validated settings of an experiment YAML file.
+
+    ``load_checked`` without the parsed inputs; a run loads with ``config.resolved.load_resolved``
+    instead.
+    """
+    return load_checked(path, overrides, base_dir=base_dir)[0]
+
+
+def load_checked(path: str | Path, overrides: Iterable[str] = (), *,
+                 base_dir: str | Path | None = None) -> tuple[ExperimentConfig, ReadInputs]:
     """Load, override and validate an experiment YAML file.
 
     Relative paths inside the file are resolved against its directory (or ``base_dir``);
@@ -199,6 +227,9 @@ def load_experiment(path: str | Path, overrides: Iterable[str] = (), *,
             folder, which its manifest records as ``config_base_dir`` (``governed-broker
             branch`` re-loads a finished run's configuration this way).
 
+    Returns:
+        The settings and the input files parsed while they were checked (``ReadInputs``).
+
     Raises:
         ConfigError: any problem, with a message naming file, field, value and what is allowed.
     """
@@ -209,17 +240,19 @@ def load_experiment(path: str | Path, overrides: Iterable[str] = (), *,
     config = validate_model(ExperimentConfig, data, path, context={"base_dir": base_dir},
                             quote_values=True)
     config = config.with_base_dir(base_dir)
-    check_references(config, path)
-    return config
+    return config, check_references(config, path)
 
 
-def check_references(config: ExperimentConfig, source: Path) -> None:
-    """Validate the files an experiment points at and their consistency with it."""
+def check_references(config: ExperimentConfig, source: Path) -> ReadInputs:
+    """Validate the files an experiment points at and their consistency with it.
+
+    The parsed files.
+    """
     agent_types = _field(source, "agent_types",
                          lambda: load_agent_types(config.resolve_path(config.agent_types)))
     check_combinations(config, source, agent_types)
-    _field(source, "damage.table",
-           lambda: load_damage_table(config.resolve_path(config.damage.table)))
+    damage_table = _field(source, "damage.table",
+                          lambda: load_damage_table(config.resolve_path(config.damage.table)))
     if config.population.file is not None:
         frame = _field(source, "population.file", lambda: read_population_csv(
             config.resolve_path(config.population.file)))
@@ -260,19 +293,23 @@ def check_references(config: ExperimentConfig, source: Path) -> None:
         check_fixed_schedule(config, source, pop_zones)
     if config.decision.maker == "llm" and config.llm is None:
         raise ConfigError(f"{source}: field 'decision.maker': 'llm' needs an 'llm:' section")
+    institutions = None
     if config.institutions is not None:
-        check_institutions(config, source)
+        institutions = check_institutions(config, source)
     if config.cohort.enabled and config.decision.maker != "llm":
         raise ConfigError(f"{source}: field 'cohort.enabled': cohort mode groups the LLM's "
                           f"conversations; decision.maker is {config.decision.maker!r}")
-    check_input_files(config, source)
+    check_input_files(config, source, agent_types)
     # the population was counted above: the cost estimate need not read the CSV again
     check_run_limits(config, source, households=len(frame) if config.population.file else None)
+    return ReadInputs(agent_types, damage_table, institutions)
 
 
-def check_institutions(config: ExperimentConfig, source: Path) -> None:
-    """The institutions' domain and prompts load, an LLM maker has an ``llm:`` section, and no
-    policy change sets what an institution decides each year."""
+def check_institutions(config: ExperimentConfig, source: Path) -> InstitutionsDomain:
+    """The institutions' domain and prompts load, an LLM maker has an ``llm:`` section.
+
+    And no policy change sets what an institution decides each year.
+    """
     inst = config.institutions
     assert inst is not None
     domain = _field(source, "institutions.domain",
@@ -285,7 +322,7 @@ def check_institutions(config: ExperimentConfig, source: Path) -> None:
         _field(source, "institutions.prompts", lambda: load_templates(
             config.resolve_path(inst.prompts), INSTITUTION_TEMPLATES,
             INSTITUTION_TEMPLATE_EXTRAS, setting="institutions.prompts"))
-    decided = {lever.setting: name for name in ("government", "insurer")
+    decided = {lever.setting: name for name in INSTITUTIONS
                for lever in domain.of(name).levers.values()}
     sections = {s: getattr(config, s.split(".")[0]) for s in decided}
     starts = {s: float(v) for s, section in sections.items() if section is not None
@@ -302,6 +339,7 @@ def check_institutions(config: ExperimentConfig, source: Path) -> None:
                 f"{source}: field 'policy_change.settings': {key!r} is set each year by the "
                 f"{decided[key]} (institutions.{decided[key]}); change the {decided[key]}'s "
                 "settings or rules instead")
+    return domain
 
 
 def _field(source: Path, field: str, read: typing.Callable[[], Any]) -> Any:
@@ -326,9 +364,12 @@ def _readable(source: Path, field: str, path: Path, what: str, kind: type | None
     return data
 
 
-def check_input_files(config: ExperimentConfig, source: Path) -> None:
-    """Every file the experiment will read exists, is a regular UTF-8 file of sane size, and
-    parses, so that a run never stops halfway on a missing or broken input."""
+def check_input_files(config: ExperimentConfig, source: Path,
+                      domain: AgentTypesConfig) -> None:
+    """Every file the experiment will read exists, is a regular UTF-8 file of sane size.
+
+    And parses, so that a run never stops halfway on a missing or broken input.
+    """
     llm = config.decision.maker == "llm"
     if config.memory.engine != "none":
         graph = _readable(source, "memory.concepts_file",
@@ -354,19 +395,25 @@ def check_input_files(config: ExperimentConfig, source: Path) -> None:
     institutions_llm = config.institutions is not None and bool(config.institutions.llm_makers)
     if (llm or institutions_llm) and config.llm is not None:  # the model and script they use
         check_llm_files(config, source)
+    actions, domain_file = list(domain.actions), config.resolve_path(config.agent_types)
     if llm and config.validity.gate != "off":
         battery = config.resolve_path(config.validity.battery_dir)
-        for name in BATTERY_FILES:
-            _readable(source, "validity.battery_dir", battery / name, "validity battery file",
-                      dict)
+        files = {name: _readable(source, "validity.battery_dir", battery / name,
+                                 "validity battery file", dict) for name in BATTERY_FILES}
+        synonyms = files["vignettes.yaml"].get("synonyms")
+        if isinstance(synonyms, dict):
+            check_action_ids({"synonyms": synonyms}, actions, battery / "vignettes.yaml",
+                             domain_file)
     if llm and config.rag.enabled:
         docs = config.resolve_path(config.rag.knowledge_dir)
         if not docs.is_dir():
             raise ConfigError(f"{source}: field 'rag.knowledge_dir': {docs} is not a directory")
         for doc in sorted(docs.glob("*.md")):
             _readable(source, "rag.knowledge_dir", doc, "knowledge document", None)
-        topics = config.rag.topics_file or config.rag.knowledge_dir / "rag_topics.yaml"
-        _readable(source, "rag.topics_file", config.resolve_path(topics), "rag topics file", dict)
+        topics = config.resolve_path(config.rag.topics_file
+                                     or config.rag.knowledge_dir / "rag_topics.yaml")
+        parsed = _field(source, "rag.topics_file", lambda: load_topics(topics))
+        check_action_ids(parsed.action_ids(), actions, topics, domain_file)
 
 
 #: First bytes of a GGUF model file and of an SQLite database (their format specifications).
@@ -384,8 +431,11 @@ def _magic(path: Path, size: int) -> bytes:
 
 
 def check_llm_files(config: ExperimentConfig, source: Path) -> None:
-    """The LLM section's files: the scripted backend's rules, a local GGUF model and an
-    existing response cache, so that none fails after the run has started."""
+    """The LLM section's files.
+
+    The scripted backend's rules, a local GGUF model and an existing response cache, so that none
+    fails after the run has started.
+    """
     llm = config.llm
     assert llm is not None
     if llm.script is not None:
@@ -397,8 +447,11 @@ def check_llm_files(config: ExperimentConfig, source: Path) -> None:
 
 
 def _check_script(source: Path, path: Path) -> None:
-    """A scripted backend's rules: a list of ``{pattern, reply or choices, times}`` mappings
-    (``choices``: ``{weight, reply}`` mappings with positive weights, drawn by request seed)."""
+    """A scripted backend's rules.
+
+    A list of ``{pattern, reply or choices, times}`` mappings (``choices``: ``{weight, reply}``
+    mappings with positive weights, drawn by request seed).
+    """
     rules = _readable(source, "llm.script", path, "scripted-backend rules file", list)
     for index, rule in enumerate(rules):
         times = rule.get("times") if isinstance(rule, dict) else None
@@ -419,8 +472,10 @@ def _weighted(choices: Any) -> bool:
 
 
 def _check_model_file(source: Path, path: Path) -> None:
-    """A local GGUF model: a regular file with GGUF's magic number (not its size: models are
-    gigabytes, and reading one is the backend's job)."""
+    """A local GGUF model: a regular file with GGUF's magic number.
+
+    Not its size: models are gigabytes, and reading one is the backend's job.
+    """
     if not path.is_file():
         raise ConfigError(f"{source}: field 'llm.model_path': {path}: "
                           f"{'not a regular file' if path.exists() else 'file not found'}")
@@ -486,8 +541,10 @@ def check_combinations(config: ExperimentConfig, source: Path,
 
 def check_raster(config: ExperimentConfig, source: Path, pop_zones: set[str],
                  has_xy: bool) -> None:
-    """The grids cover every year of the run and share one geometry, and the homes can be
-    placed: from the population's ``x``/``y`` or by a placement rule for every zone."""
+    """The grids cover every year of the run and share one geometry, and the homes can be placed.
+
+    From the population's ``x``/``y`` or by a placement rule for every zone.
+    """
     from governed_broker.config.grids import check_grid_headers
 
     raster = config.hazard.raster
@@ -516,8 +573,11 @@ def check_raster(config: ExperimentConfig, source: Path, pop_zones: set[str],
 
 
 def check_fixed_schedule(config: ExperimentConfig, source: Path, pop_zones: set[str]) -> None:
-    """A fixed flood schedule names only population zones and each year once: a misspelt
-    zone would silently never flood, and of two entries for one year only one would count."""
+    """A fixed flood schedule names only population zones and each year once.
+
+    A misspelt zone would silently never flood, and of two entries for one year only one would
+    count.
+    """
     field = "hazard.file" if config.hazard.file is not None else "hazard.events"
     events = _field(source, field, lambda: fixed_events(config))
     unknown = sorted({z for e in events for z in e.depth_m} - pop_zones)
@@ -534,8 +594,11 @@ def check_fixed_schedule(config: ExperimentConfig, source: Path, pop_zones: set[
 
 
 def zone_names(zones: Iterable[str], most: int = 8) -> str:
-    """Zone names for a message: sorted, each a short printable excerpt, at most ``most``
-    (zones come from a population CSV or a hazard file, which may hold anything)."""
+    """Zone names for a message.
+
+    Sorted, each a short printable excerpt, at most ``most`` (zones come from a population CSV or a
+    hazard file, which may hold anything).
+    """
     names = sorted(zones)
     shown = ", ".join(excerpt(z, 40) for z in names[:most])
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
@@ -558,8 +621,10 @@ def fixed_events(config: ExperimentConfig) -> list[Any]:
 
 
 def hazard_with_paths(config: ExperimentConfig) -> Any:
-    """The ``hazard`` section with the grid path (``raster.path``) resolved against the
-    experiment's folder, for building the hazard."""
+    """The ``hazard`` section with its grid path resolved, for building the hazard.
+
+    ``raster.path`` is resolved against the experiment's folder.
+    """
     hazard = config.hazard
     if hazard.raster is None:
         return hazard
@@ -603,8 +668,10 @@ _COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ ]{0,39}")
 
 
 def _unknown_columns(extra: list[str]) -> str:
-    """Unknown column names for a message: names that look like column names (at most 5),
-    anything else counted only."""
+    """Unknown column names for a message.
+
+    Names that look like column names (at most 5), anything else counted only.
+    """
     names = [repr(c) for c in extra if _COLUMN_NAME.fullmatch(c)]
     odd = len(extra) - len(names)
     parts = names[:5] + ([f"{len(names) - 5} more"] if len(names) > 5 else [])

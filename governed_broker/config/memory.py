@@ -6,7 +6,7 @@ Two models live here:
   ``humancentric`` or ``window``, or ``none``) and per-experiment overrides of the engine
   parameters;
 * ``MemoryParams``: the ``memory:`` section of ``agent_types.yaml`` with every engine parameter
-  and the keyword categories that encode emotion and source weights (SPEC 3.1).
+  and the keyword categories that encode emotion and source weights (docs/memory.md).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from governed_broker.config.base import StrictModel
 #: Memory engines by name: the engine class, written as ``"module:Class"`` and imported only
 #: when a run uses it (``governed_broker.memory.engine.make_engine``). A class satisfies
 #: ``governed_broker.memory.protocol.MemoryEngine`` and is built as
-#: ``Class(**engine_kwargs(params), rng=rng, agent_id=agent_id)``; a new engine is such a class
-#: plus one entry here. ``none`` (no memory) is not an engine and not listed.
+#: ``Class(params, rng=rng, agent_id=agent_id)`` (``params``: the ``memory:`` section, a
+#: ``MemoryParams``, whole); a new engine is such a class plus one entry here. ``none`` (no
+#: memory) is not an engine and not listed.
 MEMORY_ENGINES: dict[str, str] = {
     "humancentric": "governed_broker.memory.engine:HumanCentricMemoryEngine",
     "window": "governed_broker.memory.engine:WindowMemoryEngine",
@@ -67,7 +68,7 @@ MEMORY_TEXTS: dict[str, frozenset[str]] = {
 class MemoryConfig(StrictModel):
     """Which memory engine households use and per-experiment parameter overrides.
 
-    ``engine``: a name of ``MEMORY_ENGINES``, shipped are ``humancentric`` (SPEC 3.1) and
+    ``engine``: a name of ``MEMORY_ENGINES``, shipped are ``humancentric`` (docs/memory.md) and
     ``window`` (only the current year's working items, the ablation baseline), or ``none`` (no
     memory). ``overrides`` replaces parameters of the ``memory:`` section of
     ``agent_types.yaml`` for this experiment (same names, scalar parameters only).
@@ -138,12 +139,12 @@ SCALAR_PARAMS = (
 class MemoryParams(StrictModel):
     """Parameters of the human-centric memory engine (the ``memory:`` section).
 
-    Times are in simulation years. Defaults are those of SPEC 3.1 (seed 003 and the lineage).
+    Times are in simulation years. Defaults are those of docs/memory.md (seed 003 and the lineage).
 
     Attributes:
         window_size: Working-memory capacity (items of the current year).
         top_k_significant: Long-term non-insight items retrieved per year.
-        top_k_insights: Insights retrieved per year (own slots, SPEC 3.1).
+        top_k_insights: Insights retrieved per year (own slots, docs/memory.md).
         decay_rate: Base forgetting rate lambda per year.
         consolidation_threshold: Importance at or above which a working item always becomes
             long-term.

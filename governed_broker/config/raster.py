@@ -24,18 +24,32 @@ MIN_CALENDAR_YEAR, MAX_CALENDAR_YEAR = 1000, 3000
 
 
 class PlacementZone(StrictModel):
-    """The cells a zone's households are placed on: valid cells wet (depth above
-    ``min_depth_m``) in at least ``wet_years_min`` and at most ``wet_years_max`` of the
-    series' grids."""
+    """The cells a zone's households are placed on.
+
+    Valid cells wet (depth above ``min_depth_m``) in at least ``wet_years_min`` and at most
+    ``wet_years_max`` of the series' grids.
+
+    ``share`` (default 1) is the share of the zone's households standing on those cells (the
+    zone's exposed homes); the others stand on valid cells dry in every grid. A share below 1
+    is how a zone only part of which the series floods is declared (a real SFHA: most of its
+    homes stay dry through a decade's floods); with ``wet_years_min`` 0 the two classes would
+    overlap, so a share below 1 needs ``wet_years_min`` of at least 1.
+    """
 
     wet_years_min: int = Field(ge=0, le=1000, description="fewest grids the cell is wet in")
     wet_years_max: int = Field(ge=0, le=1000, description="most grids the cell is wet in")
+    share: float = Field(default=1.0, ge=0.0, le=1.0, description=(
+        "share of the zone's households on these cells; the rest on cells dry in every grid"))
 
     @model_validator(mode="after")
     def _ordered(self) -> PlacementZone:
         if self.wet_years_max < self.wet_years_min:
             raise ValueError(f"wet_years_max ({self.wet_years_max}) must be >= wet_years_min "
                              f"({self.wet_years_min})")
+        if self.share < 1.0 and self.wet_years_min < 1:
+            raise ValueError(f"share {self.share:g} < 1 needs wet_years_min >= 1 (the other "
+                             "households stand on cells dry in every grid, which a range "
+                             "starting at 0 already holds)")
         return self
 
 
@@ -44,7 +58,9 @@ class PlacementConfig(StrictModel):
 
     Each household of zone z gets a cell drawn uniformly (with replacement) from the valid
     cells whose wet-year count lies in z's range, from the generator
-    ``child_rng(seed, "hazard", "placement", z)``. Every zone of the population needs an entry.
+    ``child_rng(seed, "hazard", "placement", z)``; with ``share`` below 1, round(share * n)
+    of the zone's n households, chosen from the same generator, stand there and the others on
+    valid cells dry in every grid. Every zone of the population needs an entry.
     """
 
     source: str = Field(min_length=1, description="why these cell classes stand for the zones")

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from governed_broker.config.base import StrictModel
+from governed_broker.config.base import StrictModel, portable_name_problem
 
 _PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")
 #: sbatch options the slurm executor (submitit) writes itself -> the field that sets them
@@ -257,6 +257,9 @@ class SweepConfig(StrictModel):
         for name, settings in cases.items():
             if not re.match(r"^[A-Za-z0-9_.-]+$", name):
                 raise ValueError(f"sweep.cases: name {name!r} may use letters, digits, _ . -")
+            problem = portable_name_problem(name)
+            if problem is not None:
+                raise ValueError(f"sweep.cases: name {name!r}: {problem}")
             for path in settings:
                 _check_path(path, f"sweep.cases.{name}")
         return cases

@@ -39,8 +39,10 @@ class TemplateSet:
         object.__setattr__(self, "_parts", {k: _split(t) for k, t in self.templates.items()})
 
     def render(self, key: str, **values: Any) -> str:
-        """Fill template ``key`` with ``values`` (every placeholder must be given); the result
-        is ``string.Template.substitute``'s."""
+        """Fill template ``key`` with ``values`` (every placeholder must be given).
+
+        The result is ``string.Template.substitute``'s.
+        """
         parts = self._parts[key]
         try:
             if isinstance(parts, str):
@@ -55,8 +57,10 @@ class TemplateSet:
 
 
 def _split(template: string.Template) -> str | tuple[tuple[bool, str], ...]:
-    """A template as ``(is placeholder, literal text or name)`` parts, or its text when it has
-    no placeholders (``$$`` is a literal dollar)."""
+    """A template as ``(is placeholder, literal text or name)`` parts.
+
+    Or its text when it has no placeholders (``$$`` is a literal dollar).
+    """
     text, parts, pos = template.template, [], 0
     for match in template.pattern.finditer(text):
         parts.append((False, text[pos:match.start()]))

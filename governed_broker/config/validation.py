@@ -51,6 +51,7 @@ def child_annotation(annotation: Any, key: str) -> tuple[bool, Any]:
 
 
 def allowed_keys(annotation: Any) -> list[str]:
+    """The keys a mapping of type ``annotation`` allows (its model's fields), for messages."""
     for alt in _unwrap(annotation):
         if isinstance(alt, type) and issubclass(alt, BaseModel):
             return list(alt.model_fields)
@@ -74,8 +75,11 @@ MAX_LISTED_PROBLEMS = 20
 
 
 def _field_name(loc: tuple[Any, ...]) -> str:
-    """A dotted field path for a message; keys come from a file, so each is made printable
-    and short (pydantic's own location parts, e.g. ``function-after[...]``, are dropped)."""
+    """A dotted field path for a message.
+
+    Keys come from a file, so each is made printable and short (pydantic's own location parts, e.g.
+    ``function-after[...]``, are dropped).
+    """
     parts = [printable(str(p), 40) for p in loc if not (isinstance(p, str) and "[" in p)]
     return printable(".".join(parts), 160) or "(top level)"
 
@@ -126,6 +130,10 @@ def validate_model(
     """``model.model_validate`` with errors turned into ``ConfigError``.
 
     Args:
+        model: The pydantic model.
+        data: The parsed YAML (a mapping).
+        source: The file it was read from, named in every message.
+        context: Validation context (e.g. ``base_dir`` for relative paths).
         quote_values: Quote bad values in messages (see ``format_validation_error``).
     """
     if not isinstance(data, dict):

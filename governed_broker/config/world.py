@@ -69,8 +69,9 @@ FilePath = Annotated[Path, AfterValidator(_check_exists)]
 
 
 class LognormalParams(StrictModel):
-    """A lognormal distribution of an amount of money (USD), given by the mean and standard
-    deviation of ln(x).
+    """A lognormal distribution of an amount of money (USD).
+
+    Given by the mean and standard deviation of ln(x).
 
     ``ln_mean + 6 * ln_sigma`` must not exceed ln(``MAX_USD``) (about 20.7): draws then stay
     below the money bound except with a chance of about 1 in a billion each, so a typo such as
@@ -94,8 +95,10 @@ class LognormalParams(StrictModel):
 
 
 class UniformRange(StrictModel):
-    """A uniform distribution on [low, high] of a ratio or share (bounded by +-1,000: e.g.
-    savings of up to 1,000 years of income)."""
+    """A uniform distribution on [low, high] of a ratio or share.
+
+    Bounded by +-1,000: e.g. savings of up to 1,000 years of income.
+    """
 
     low: float = Field(ge=-1000.0, le=1000.0)
     high: float = Field(ge=-1000.0, le=1000.0)
@@ -156,10 +159,12 @@ class GeneratedPopulation(StrictModel):
 
 
 class MarginalisedRule(StrictModel):
-    """Which households belong to a marginalised group (MG): those of the named tenures whose
-    income is below ``income_below_usd``. The attribute is for analysis (the MG-NMG gap,
-    benchmark B6); it is not stated to the decision makers, so that any gap comes from what
-    differs in the world (income, savings, tenure), not from a label."""
+    """Which households belong to a marginalised group (MG).
+
+    Those of the named tenures whose income is below ``income_below_usd``. The attribute is for
+    analysis (the MG-NMG gap, benchmark B6); it is not stated to the decision makers, so that any
+    gap comes from what differs in the world (income, savings, tenure), not from a label.
+    """
 
     source: Source
     income_below_usd: Money = Field(description="annual income below which a household is MG")
@@ -372,8 +377,10 @@ class DamageConfig(StrictModel):
 
 
 class MandatoryPurchaseConfig(StrictModel):
-    """The mandatory purchase requirement: owners in the named zones (the SFHA) whose mortgage
-    comes from a federally regulated or insured lender must hold flood insurance.
+    """The mandatory purchase requirement.
+
+    Owners in the named zones (the SFHA) whose mortgage comes from a federally regulated or insured
+    lender must hold flood insurance.
 
     Each owner of a named zone is drawn once (seeded): its mortgage requires insurance with
     probability ``mortgage_share``, and a required household's lender enforces the requirement
@@ -402,8 +409,9 @@ class PreferredBand(StrictModel):
 
 
 class PreferredLossHistory(StrictModel):
-    """The flood loss history after which a home is no longer offered the banded premiums
-    (the NFIP Preferred Risk Policy's eligibility rule; ``sim.money.preferred_ineligible``).
+    """The flood loss history after which a home is no longer offered the banded premiums.
+
+    The NFIP Preferred Risk Policy's eligibility rule; ``sim.money.preferred_ineligible``.
 
     A home becomes ineligible at ``large_payments`` flood payments of at least
     ``large_payment_usd`` each, or ``any_payments`` payments of any amount. A payment is an
@@ -423,8 +431,9 @@ class PreferredLossHistory(StrictModel):
 
 
 class PreferredRiskConfig(StrictModel):
-    """Fixed premiums by coverage band outside the SFHA (NFIP Preferred Risk Policy-style;
-    ``sim.money.preferred_premium_usd``).
+    """Fixed premiums by coverage band outside the SFHA.
+
+    NFIP Preferred Risk Policy-style; ``sim.money.preferred_premium_usd``.
 
     Under ``pricing: legacy`` a household of the named zones pays, instead of the per-$1,000
     rates, the premium of the smallest band that covers what it insures up to the policy
@@ -466,8 +475,10 @@ class PreferredRiskConfig(StrictModel):
 
 
 class InsuranceConfig(StrictModel):
-    """Flood insurance (NFIP-style): how premiums are rated, limits, deductibles, payout share;
-    the mandatory purchase requirement (absent: no household is required to insure).
+    """Flood insurance (NFIP-style).
+
+    How premiums are rated, limits, deductibles, payout share; the mandatory purchase requirement
+    (absent: no household is required to insure).
 
     ``pricing``: ``legacy`` rates every home alike per $1,000 of coverage
     (``rate_structure_per_1000_usd``, ``rate_contents_per_1000_usd``), as the NFIP's flat
@@ -507,8 +518,10 @@ class InsuranceConfig(StrictModel):
 
     @model_validator(mode="after")
     def _bands_reach_the_limits(self) -> InsuranceConfig:
-        """Payouts follow the limits whatever the band, so the largest bands must cover the
-        limits: otherwise a household above the table would be paid more cover than it buys."""
+        """Payouts follow the limits whatever the band, so the largest bands must cover the limits.
+
+        Otherwise a household above the table would be paid more cover than it buys.
+        """
         bands = self.preferred_risk
         if bands is None:
             return self
@@ -557,8 +570,11 @@ class TenureAmounts(StrictModel):
 
 
 class RelocationConfig(StrictModel):
-    """Relocation: a moving cost per tenure; owners additionally lose the part of the
-    structure value that a buyout does not pay (``1 - buyout_share``)."""
+    """Relocation: a moving cost per tenure.
+
+    Owners additionally lose the part of the structure value that a buyout does not pay (``1 -
+    buyout_share``).
+    """
 
     source: Source
     moving_cost_usd: TenureAmounts
@@ -593,8 +609,9 @@ class BuyoutConfig(StrictModel):
 
 
 class GroupPolicyConfig(StrictModel):
-    """Flood insurance that comes with disaster aid (FEMA Group Flood Insurance Policy-style;
-    ``sim.instruments.certificates``).
+    """Flood insurance that comes with disaster aid.
+
+    FEMA Group Flood Insurance Policy-style; ``sim.instruments.certificates``.
 
     A household of the named zones (the SFHA) that receives an aid grant for a flood while
     uninsured, and has not received aid there before, is given a group certificate: it is
@@ -682,9 +699,11 @@ class FinanceConfig(StrictModel):
 
 
 class NetworkConfig(StrictModel):
-    """Neighbour graph (networkx, seeded): ``ring`` (each household linked to ``k`` nearest in
-    id order), ``small_world`` (Watts-Strogatz, rewiring ``p``), ``lattice`` (2-D grid filled row
-    by row, 4 neighbours) or ``none``."""
+    """Neighbour graph (networkx, seeded).
+
+    ``ring`` (each household linked to ``k`` nearest in id order), ``small_world`` (Watts-Strogatz,
+    rewiring ``p``), ``lattice`` (2-D grid filled row by row, 4 neighbours) or ``none``.
+    """
 
     kind: Literal["ring", "small_world", "lattice", "none"] = "small_world"
     k: int = Field(default=4, ge=2, le=MAX_NEIGHBOURS, description=(
@@ -695,8 +714,11 @@ class NetworkConfig(StrictModel):
 
 
 class TrustConfig(StrictModel):
-    """Yearly trust updates (added, then clamped to [0, 1]); every step is a behavioural number
-    of the experiment YAML (``experiments/baseline.yaml`` gives them with their source)."""
+    """Yearly trust updates (added, then clamped to [0, 1]).
+
+    Every step is a behavioural number of the experiment YAML (``experiments/baseline.yaml`` gives
+    them with their source).
+    """
 
     source: Source
     insurance_insured_flooded: UnitStep
@@ -711,8 +733,9 @@ class TrustConfig(StrictModel):
 
 
 class ProspectParams(StrictModel):
-    """Cumulative prospect theory for the baseline's choice among actions (``utility:
-    prospect``; ``sim.baseline``).
+    """Cumulative prospect theory for the baseline's choice among actions.
+
+    ``utility: prospect``; ``sim.baseline``.
 
     Every outcome of a protective choice is a loss against the household's current wealth
     (a premium, a cost, a flood's damage), so an action's value is ``-(w(p) (C + L)**beta +
@@ -730,8 +753,9 @@ class ProspectParams(StrictModel):
 
 
 class BaselineParams(StrictModel):
-    """Parameters of the PMT / expected-utility baseline, all given in the experiment YAML
-    with their source (``experiments/baseline.yaml``).
+    """Parameters of the PMT / expected-utility baseline.
+
+    All given in the experiment YAML with their source (``experiments/baseline.yaml``).
 
     ``utility`` is how the rule values the actions the PMT gate lets it choose among:
     ``expected`` is the expected log utility of wealth (subjective expected utility, as in

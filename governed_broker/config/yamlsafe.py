@@ -54,6 +54,25 @@ class _BoundedLoader(yaml.SafeLoader):
             _check_expanded_size(node)
         return node
 
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        # a key given twice is a mistake YAML itself lets pass (the last one wins silently);
+        # keys merged in with ``<<`` may still be overridden, as YAML intends
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                earlier = first_line.get(key)
+            except TypeError:  # an unhashable key: construction refuses it below
+                continue
+            if earlier is not None:
+                raise _Refused(None, None, f"duplicate key {printable(repr(key), 60)} (first "
+                                    f"given on line {earlier}); remove one of them",
+                                    key_node.start_mark)
+            first_line[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
 
 def _check_expanded_size(root: Node) -> None:
     """Count the nodes ``root`` expands to (shared nodes once per use), without recursion."""

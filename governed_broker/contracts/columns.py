@@ -1,5 +1,6 @@
-"""The output column table: every column of ``agents_yearly.csv``, ``model_yearly.csv`` and
-``institutions_yearly.csv``.
+"""The output column table.
+
+Every column of ``agents_yearly.csv``, ``model_yearly.csv`` and ``institutions_yearly.csv``.
 
 Declared once here (name, kind, unit, decimals, meaning, whether it may be empty), and used by
 the writer (column order, float decimals), the analysis loaders (dtypes, required and nullable

@@ -10,7 +10,7 @@ implement this interface.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
 #: Decision statuses, as written to ``agents_yearly.csv`` and ``decisions.jsonl``.
@@ -49,6 +49,90 @@ class Remembered(Protocol):
 
 
 @dataclass(frozen=True)
+class TypicalFlood:
+    """A typical flood of the household's zone (the hazard map's) at the home as it stands.
+
+    Attributes:
+        depth_m: Its depth (metres, before elevation).
+        damage_usd: The damage it would do to the home as it stands (dollars, before any
+            payout).
+    """
+
+    depth_m: float
+    damage_usd: float
+
+
+@dataclass(frozen=True)
+class AidCertificate:
+    """An aid certificate that insures the household (``sim.instruments.certificates``).
+
+    Attributes:
+        years: Years of floods it still covers after this year's.
+        coverage_usd: What it pays at most per flood (dollars).
+    """
+
+    years: int
+    coverage_usd: float
+
+
+@dataclass(frozen=True)
+class Heuristic:
+    """A heuristic the household learned that matches its situation (procedural memory).
+
+    Attributes:
+        description: The heuristic in words.
+        success_rate: How often it worked, 0..1.
+    """
+
+    description: str
+    success_rate: float
+
+
+@dataclass(frozen=True)
+class SituationFacts:
+    """What the world tells a household beyond its own state.
+
+    The terms of its choices, what each policy instrument tells it, and what it knows (units in the
+    names). A new fact the world states is a new field here, so that every fact a prompt or a rule
+    may read is declared once.
+
+    Attributes:
+        loss_if_flood_usd: Per action id, the out-of-pocket loss of a typical flood next year
+            if the household takes the action.
+        premium_usd: Per action id, the part of its cost that is a premium.
+        typical_flood: The zone's typical flood at the home (None: not stated).
+        spending_room_usd: What the household can spend on protection this year without its
+            savings falling below zero (None: not stated).
+        insurance_required: Its mortgage lender requires flood insurance (the lender renews a
+            lapsed policy; ``sim.instruments.mandatory``).
+        group_policy: The aid certificate that insures it (None: none).
+        aid_requires_insurance: It received aid in the group policy's zones, so it must be
+            insured at a later flood to receive aid again.
+        buyout_offer_usd: The buyout programme's offer for its home (None: no offer).
+        knowledge_facts: What it knows about the measures open to it (semantic memory).
+        heuristics: Its learned heuristics that match its situation (procedural memory).
+    """
+
+    loss_if_flood_usd: Mapping[str, float] = field(default_factory=dict)
+    premium_usd: Mapping[str, float] = field(default_factory=dict)
+    typical_flood: TypicalFlood | None = None
+    spending_room_usd: float | None = None
+    insurance_required: bool = False
+    group_policy: AidCertificate | None = None
+    aid_requires_insurance: bool = False
+    buyout_offer_usd: float | None = None
+    knowledge_facts: tuple[str, ...] = ()
+    heuristics: tuple[Heuristic, ...] = ()
+
+
+#: ``HouseholdSituation`` fields whose parts a rule or a topic condition may name as
+#: ``<field>.<key>`` (a mapping's key, or a fact of ``facts``).
+MAPPING_FIELDS = ("neighbour_shares", "action_costs_usd", "affordable", "facts")
+#: A part a situation does not have (``situation_value``).
+MISSING: Any = object()
+
+
+@dataclass(frozen=True)
 class HouseholdSituation:
     """What one household knows at decision time in a given year (units in field names).
 
@@ -81,12 +165,7 @@ class HouseholdSituation:
         debt_usd: Balance of disaster loans, this year's included (dollars).
         unrepaired_damage_usd: Structure damage left unrepaired so far (dollars).
         memories: Memories retrieved for this year (``Remembered``; empty without memory).
-        extra: Additional world facts for prompts and the baseline (JSON-serialisable): the
-            world puts ``loss_if_flood_usd`` and ``premium_usd`` per action id,
-            ``typical_flood`` (``depth_m`` of the zone's typical flood, ``damage_usd`` it would
-            do to the home as it stands) and ``spending_room_usd`` (what the household can spend
-            on protection this year) there; with memory also ``knowledge_facts`` and
-            ``heuristics``.
+        facts: What the world tells it beyond its own state (``SituationFacts``).
     """
 
     agent_id: int
@@ -115,7 +194,50 @@ class HouseholdSituation:
     debt_usd: float
     unrepaired_damage_usd: float
     memories: tuple[Remembered, ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    facts: SituationFacts = field(default_factory=SituationFacts)
+
+
+_SITUATION_FIELDS = frozenset(f.name for f in fields(HouseholdSituation))
+_FACTS = frozenset(f.name for f in fields(SituationFacts))
+
+
+def situation_path_problem(path: str) -> str | None:
+    """What is wrong with ``path`` as the name of a part of a situation (None: nothing).
+
+    ``<field>``, ``<mapping field>.<key>`` or ``facts.<fact>``.
+    """
+    head, dot, key = path.partition(".")
+    if head not in _SITUATION_FIELDS:
+        return f"unknown situation field {head!r}; fields: {', '.join(sorted(_SITUATION_FIELDS))}"
+    if dot and head not in MAPPING_FIELDS:
+        return (f"{head!r} is not a mapping, so {path!r} names nothing (parts may be named "
+                f"of {', '.join(MAPPING_FIELDS)})")
+    if head == "facts" and dot and key not in _FACTS:
+        return f"unknown fact {key!r}; facts: {', '.join(sorted(_FACTS))}"
+    return None
+
+
+def action_in_path(path: str) -> str | None:
+    """The action id a path names a part of, else None.
+
+    ``action_costs_usd.<action>``, ``affordable.<action>``.
+    """
+    head, dot, key = path.partition(".")
+    return key if dot and head in ("action_costs_usd", "affordable") else None
+
+
+def situation_value(situation: HouseholdSituation, path: str) -> Any:
+    """The part of ``situation`` that ``path`` names (``situation_path_problem``).
+
+    Or ``MISSING`` where a mapping has no such key.
+    """
+    head, _, key = path.partition(".")
+    value = getattr(situation, head)
+    if not key:
+        return value
+    if head == "facts":
+        return getattr(value, key)
+    return value.get(key, MISSING) if isinstance(value, Mapping) else MISSING
 
 
 @dataclass(frozen=True)
@@ -158,9 +280,11 @@ class ReflectiveMemory(Protocol):
 
     def add_insight(self, content: str, year: float, *, salience: float = 1.0,
                     sources: Sequence[str] = ()) -> Remembered:
-        """Store an insight formed at the end of ``year`` from the memories ``sources``, at a
-        ``salience`` (0..1, the highest importance among them) that scales its importance;
-        returns the stored item."""
+        """Store an insight formed at the end of ``year`` from the memories ``sources``.
+
+        At a ``salience`` (0..1, the highest importance among them) that scales its importance;
+        returns the stored item.
+        """
         ...
 
 
@@ -197,10 +321,18 @@ class DecisionMaker(Protocol):
 
     name: str
 
-    def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]: ...
+    def decide(self, situations: Sequence[HouseholdSituation]) -> list[Decision]:
+        """One decision per situation, in the same order."""
+        ...
 
-    def end_year(self, year: int, households: Sequence[ReflectionTarget]) -> None: ...
+    def end_year(self, year: int, households: Sequence[ReflectionTarget]) -> None:
+        """The end of ``year``, with the active households that have a memory."""
+        ...
 
-    def provenance(self) -> dict[str, Any] | None: ...
+    def provenance(self) -> dict[str, Any] | None:
+        """What the manifest records about the maker beyond its name (None: nothing)."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the maker's resources."""
+        ...

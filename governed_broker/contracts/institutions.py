@@ -15,6 +15,8 @@ prompts, and the documentation tables are generated from them.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -97,17 +99,84 @@ FACTS: dict[str, tuple[Fact, ...]] = {"government": GOVERNMENT_FACTS, "insurer":
 
 
 def format_value(value: float | int | None, unit: Unit) -> str:
-    """A fact or lever value as prompts, feedback and the audit show it: dollars as
-    ``$12,300``, counts as ``1,204``, shares, ratios and factors to four significant digits
-    (``0.5``, ``1.357``); ``none yet`` for an undefined value (a loss ratio before any
-    premium)."""
+    """A fact or lever value as prompts, feedback and the audit show it.
+
+    Dollars as ``$12,300``, counts as ``1,204``, shares, ratios and factors to four significant
+    digits (``0.5``, ``1.357``); ``none yet`` for an undefined value (a loss ratio before any
+    premium). Amounts beyond ``MAX_LEVER`` (a proposal's sum of huge budgets) are shown to four
+    significant digits, and a non-finite one as ``inf`` or ``nan``, never as 300 digits.
+    """
     if value is None:
         return "none yet"
+    if not math.isfinite(value) or abs(value) >= MAX_LEVER:
+        return ("$" if unit == "usd" else "") + f"{float(value):.4g}"
     if unit == "usd":
         return f"${round(value):,}"
     if unit == "count":
         return f"{round(value):,}"
     return f"{value:.4g}"
+
+
+#: Largest magnitude a lever value may have: no lever of the world (a budget in dollars, a
+#: share, a factor) comes near it, and sums of a few such values stay far from float overflow
+#: (1e308); a proposal beyond it is refused as a number no lever takes.
+MAX_LEVER = 1e15
+
+
+def lever_value(lever: str, value: object) -> float:
+    """A maker's value for ``lever`` as a finite float of at most ``MAX_LEVER`` in magnitude.
+
+    Every number an institution's maker proposes goes through here before any rule or the
+    world looks at it, so a reply such as ``1e308`` or a 400-digit integer is a refused
+    proposal (the maker's fallback, or the world's: last year's levers within the limits),
+    never an overflow.
+
+    Raises:
+        ValueError: naming the lever and, shortened, the value (not a number, a boolean, not
+            finite, or beyond ``MAX_LEVER``).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"lever {lever!r} must be a number, got {shown_value(value)}")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        number = math.inf
+    if not math.isfinite(number) or abs(number) > MAX_LEVER:
+        raise ValueError(f"lever {lever!r} must be a finite number of at most {MAX_LEVER:.0e} "
+                         f"in magnitude, got {shown_value(value)}")
+    return number
+
+
+def shown_value(value: object) -> str:
+    """A proposed value as messages and the audit quote it.
+
+    Short and printable, never hundreds of digits (an integer beyond ``MAX_LEVER`` is given by
+    its number of digits).
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_LEVER:
+        try:
+            digits = f"{len(str(abs(value))):,}"
+        except ValueError:  # beyond Python's limit on converting integers to text
+            digits = "more than 4,300"
+        return f"an integer of {digits} digits"
+    text = repr(value)
+    text = "".join(c if c.isprintable() else "?" for c in text[:61])
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def audit_levers(levers: Mapping[str, object]) -> dict[str, float | str]:
+    """A maker's levers as the audit records them.
+
+    Each value that ``lever_value`` takes as that float, any other as its ``shown_value`` text
+    (the line stays strict JSON).
+    """
+    out: dict[str, float | str] = {}
+    for lever, value in levers.items():
+        try:
+            out[str(lever)] = lever_value(str(lever), value)
+        except ValueError:
+            out[str(lever)] = shown_value(value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -171,8 +240,14 @@ class InstitutionMaker(Protocol):
 
     name: str
 
-    def decide(self, situation: InstitutionSituation) -> InstitutionDecision: ...
+    def decide(self, situation: InstitutionSituation) -> InstitutionDecision:
+        """This year's levers of the institution."""
+        ...
 
-    def provenance(self) -> dict[str, Any] | None: ...
+    def provenance(self) -> dict[str, Any] | None:
+        """What the manifest records about the maker beyond its name (None: a rule)."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the maker's resources."""
+        ...

@@ -1,7 +1,7 @@
-"""Untrusted text made safe: bounded JSON parsing and sanitised strings.
+r"""Untrusted text made safe: bounded JSON parsing and sanitised strings.
 
 Replies of a language model are untrusted input: they may be huge, nested a hundred thousand
-levels deep, hold lone UTF-16 surrogates (``"\\ud800"``, which no UTF-8 file can store), NUL
+levels deep, hold lone UTF-16 surrogates (``"\ud800"``, which no UTF-8 file can store), NUL
 bytes or other control characters, or numbers JSON cannot represent (``1e999``, ``NaN``). Every
 consumer (the audit files, the memory store, the next prompt) receives text through
 ``clean_text`` and JSON through ``loads_bounded``, so none of these can crash a run; what was
@@ -33,9 +33,9 @@ _ANY_CHANGE = re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]
 
 
 def clean_text(text: str, max_chars: int = MAX_REPLY_CHARS) -> tuple[str, list[str]]:
-    """Text that any UTF-8 file, JSON line, SQLite column or prompt accepts, and what changed.
+    r"""Text that any UTF-8 file, JSON line, SQLite column or prompt accepts, and what changed.
 
-    Lone surrogates become U+FFFD; ``\\r\\n``, ``\\r``, U+2028 and U+2029 become ``\\n``;
+    Lone surrogates become U+FFFD; ``\r\n``, ``\r``, U+2028 and U+2029 become ``\n``;
     other control characters (C0 with NUL, DEL, C1 with NEL; tab and newline kept) are
     removed; text beyond ``max_chars`` is cut off.
 
@@ -125,9 +125,9 @@ def loads_bounded(text: str, *, max_chars: int = MAX_REPLY_CHARS,
 
 
 def clean_json_strings(value: Any, max_chars: int = MAX_REPLY_CHARS) -> tuple[Any, list[str]]:
-    """``value`` (parsed JSON) with every string, keys included, passed through ``clean_text``.
+    r"""``value`` (parsed JSON) with every string, keys included, passed through ``clean_text``.
 
-    A JSON escape such as ``"\\ud800"`` is plain ASCII in the reply text but becomes a lone
+    A JSON escape such as ``"\ud800"`` is plain ASCII in the reply text but becomes a lone
     surrogate once parsed, so parsed values are cleaned too. Nesting is bounded by the parser
     (``MAX_JSON_DEPTH``), so the recursion here is shallow.
 

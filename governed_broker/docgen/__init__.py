@@ -20,6 +20,7 @@ broker with a scripted model), and the ODD+D page's parameter table (every sourc
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import sys
@@ -122,8 +123,13 @@ def _nested(annotation: object) -> Iterator[tuple[str, type[BaseModel]]]:
 
 
 def _summary(model: type[BaseModel]) -> str:
-    doc = (model.__doc__ or "").strip()
-    return _cell(" ".join(doc.split("\n\n")[0].split())) if doc else ""
+    """A model's docstring summary and the paragraph after it.
+
+    The paragraph is left out when it is a section (``Attributes:``).
+    """
+    paragraphs = [p for p in inspect.cleandoc(model.__doc__ or "").split("\n\n") if p.strip()]
+    kept = paragraphs[:1] + [p for p in paragraphs[1:2] if not _SECTION.match(p)]
+    return _cell(" ".join(" ".join(kept).split()))
 
 
 def _field_table(model: type[BaseModel]) -> str:
@@ -135,6 +141,10 @@ def _field_table(model: type[BaseModel]) -> str:
                     f"{_cell(_default(field))} | {_cell(_bounds(field.metadata))} | "
                     f"{_cell(meaning)} |")
     return "\n".join(rows) + "\n"
+
+
+#: A Google-style docstring section's header line (``Attributes:``, ``Args:``).
+_SECTION = re.compile(r"^[A-Z][a-z]+( [a-z]+)?:\s*$", re.M)
 
 
 def _docstring_fields(model: type[BaseModel]) -> dict[str, str]:

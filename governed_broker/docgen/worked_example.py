@@ -21,7 +21,12 @@ from governed_broker.broker.skills import SkillRegistry
 from governed_broker.cognition.context import ContextBuilder
 from governed_broker.config.broker import GovernanceConfig
 from governed_broker.config.loader import load_agent_types
-from governed_broker.contracts.decision import Decision, HouseholdSituation
+from governed_broker.contracts.decision import (
+    Decision,
+    HouseholdSituation,
+    SituationFacts,
+    TypicalFlood,
+)
 from governed_broker.llm.base import LLMRequest
 from governed_broker.llm.scripted import ScriptedBackend
 from governed_broker.memory.item import MemoryItem
@@ -56,8 +61,11 @@ def _memories() -> list[MemoryItem]:
 
 
 def situation() -> HouseholdSituation:
-    """The household of the example (an owner in the high zone, year 3, flooded 0.8 m; it
-    cannot pay for elevating and insuring together this year)."""
+    """The household of the example.
+
+    An owner in the high zone, year 3, flooded 0.8 m; it cannot pay for elevating and insuring
+    together this year.
+    """
     actions = ("do_nothing", "buy_insurance", "elevate_house", "elevate_and_insure", "relocate")
     return HouseholdSituation(
         agent_id=7, year=3, tenure="owner", flood_zone="high", income_usd=62_000.0,
@@ -70,14 +78,13 @@ def situation() -> HouseholdSituation:
         affordable={a: a != "elevate_and_insure" for a in actions}, allowed_actions=actions,
         trust_insurance=0.3, trust_neighbours=0.5, debt_usd=0.0, unrepaired_damage_usd=0.0,
         memories=tuple(_memories()),
-        extra={"loss_if_flood_usd": {"do_nothing": 52_000.0, "buy_insurance": 2_000.0,
-                                     "elevate_house": 0.0, "elevate_and_insure": 0.0,
-                                     "relocate": 0.0},
-               "premium_usd": {"do_nothing": 0.0, "buy_insurance": 1_210.0,
-                               "elevate_house": 0.0, "elevate_and_insure": 1_210.0,
-                               "relocate": 0.0},
-               "typical_flood": {"depth_m": 0.3, "damage_usd": 52_000.0},
-               "spending_room_usd": 40_200.0},
+        facts=SituationFacts(
+            loss_if_flood_usd={"do_nothing": 52_000.0, "buy_insurance": 2_000.0,
+                               "elevate_house": 0.0, "elevate_and_insure": 0.0, "relocate": 0.0},
+            premium_usd={"do_nothing": 0.0, "buy_insurance": 1_210.0, "elevate_house": 0.0,
+                         "elevate_and_insure": 1_210.0, "relocate": 0.0},
+            typical_flood=TypicalFlood(depth_m=0.3, damage_usd=52_000.0),
+            spending_room_usd=40_200.0),
     )
 
 

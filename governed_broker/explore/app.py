@@ -19,11 +19,10 @@ import solara
 import solara.lab
 
 from governed_broker.analysis.errors import AnalysisInputError
-from governed_broker.config.base import ConfigError
 from governed_broker.explore.charts import COLOUR_BY
 from governed_broker.explore.files import Target, fingerprint, resolve_target
 from governed_broker.explore.layout import household_layout
-from governed_broker.explore.run_view import WATCHED, RunView, load_view
+from governed_broker.explore.run_view import WATCHED, RunView, SharedViews
 from governed_broker.explore.server import ENV_TARGET
 from governed_broker.explore.sweep_index import sweep_runs
 from governed_broker.explore.timeline import household_timeline
@@ -48,12 +47,12 @@ def _target() -> Target:
     return resolve_target(path)
 
 
+#: The views of this server process, shared by all its sessions (``SharedViews``).
+VIEWS = SharedViews()
+
+
 def _load(path: Path) -> tuple[RunView | None, str | None]:
-    try:
-        location, live = Target("run", path).run_location()
-        return load_view(location, live), None
-    except (AnalysisInputError, ConfigError, OSError) as exc:
-        return None, str(exc)
+    return VIEWS.get(path)
 
 
 def _query() -> dict[str, str]:
@@ -100,8 +99,10 @@ def SweepPage(sweep_dir: Path, query: dict[str, str]) -> None:
 
 
 def _use_refresh(stamp_of, key: str) -> int:
-    """A counter that grows whenever ``stamp_of()`` changes (polled in a thread, started
-    again when ``key``, the directory watched, changes)."""
+    """A counter that grows whenever ``stamp_of()`` changes.
+
+    Polled in a thread, started again when ``key``, the directory watched, changes.
+    """
     tick, set_tick = solara.use_state(0)
 
     def watch():
@@ -135,8 +136,10 @@ def _run_stamp(path: Path) -> tuple:
 
 @solara.component
 def RunPage(path: Path, query: dict[str, str]) -> None:
-    """One run: overview, households (map and timeline), decisions and, when the run has
-    them, the institutions' decisions."""
+    """One run: overview, households (map and timeline), decisions and, when the run has them.
+
+    The institutions' decisions.
+    """
     tick = _use_refresh(lambda: _run_stamp(path), str(path))
     view, problem = solara.use_memo(lambda: _load(path), [str(path), tick])
     tab, set_tab = solara.use_state(TABS.index(query["tab"]) if query.get("tab") in TABS else

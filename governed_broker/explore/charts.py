@@ -61,8 +61,11 @@ def _palette(colour_by: str, classes: set[str]) -> dict[str, str]:
 
 def neighbourhood_option(layout: Layout, classes: dict[int, str], colour_by: str,
                          selected: int | None = None) -> dict[str, Any]:
-    """A graph on fixed [0, 1] axes: one node per household coloured by its class, the
-    network's edges, the selected household ringed. A node's ``data`` carries ``agent_id``."""
+    """A graph on fixed [0, 1] axes.
+
+    One node per household coloured by its class, the network's edges, the selected household
+    ringed. A node's ``data`` carries ``agent_id``.
+    """
     palette = _palette(colour_by, set(classes.values()))
     size = 14 if len(layout.positions) <= 100 else 8 if len(layout.positions) <= 1000 else 4
     nodes = []
@@ -95,8 +98,10 @@ def neighbourhood_option(layout: Layout, classes: dict[int, str], colour_by: str
 
 
 def pixel_of(position: tuple[float, float], width: float, height: float) -> tuple[float, float]:
-    """Where a layout position is drawn in a neighbourhood chart of ``width`` x ``height`` px,
-    relative to the chart's top-left corner."""
+    """Where a layout position is drawn in a neighbourhood chart of ``width`` x ``height`` px.
+
+    Relative to the chart's top-left corner.
+    """
     x, y = position
     return (MARGIN_PX + x * (width - 2 * MARGIN_PX),
             MARGIN_PX + (1 - y) * (height - 2 * MARGIN_PX))

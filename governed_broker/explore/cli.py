@@ -34,7 +34,8 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--host", default=DEFAULT_HOST,
                         help=f"interface to listen on (default {DEFAULT_HOST}: this machine "
-                             "only; reach it from elsewhere through an SSH tunnel)")
+                             "only; reach it from elsewhere through an SSH tunnel; any other "
+                             "is warned about)")
     parser.add_argument("--port", type=int, default=None,
                         help=f"port (default: the first free one from {DEFAULT_PORT})")
     parser.add_argument("--open", dest="open_browser", action="store_true",
@@ -45,13 +46,16 @@ def cmd_explore(args: argparse.Namespace) -> int:
     """Check, start the server, print its address, wait for Ctrl-C."""
     from governed_broker.analysis.errors import AnalysisInputError
     from governed_broker.explore.files import resolve_target
-    from governed_broker.explore.server import Explorer, check_dependencies
+    from governed_broker.explore.server import Explorer, check_dependencies, exposure_warning
 
     check_dependencies()
     try:
         target = resolve_target(args.directory)
     except AnalysisInputError as exc:
         raise ConfigError(str(exc)) from exc
+    warning = exposure_warning(args.host)
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
     explorer = Explorer(target.path, args.host, args.port)
     url = explorer.start()
     print(f"explorer of {target.path} at {url} (Ctrl-C to stop; server log: {explorer.log})",

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from governed_broker.analysis.errors import AnalysisInputError
-from governed_broker.analysis.loaders import SWEEP_INDEX_FILE
+from governed_broker.analysis.loaders import SWEEP_INDEX_FILE, json_objects
 from governed_broker.run_dir import partial_dir
 
 PARTIAL_SUFFIX = ".partial"
@@ -112,18 +112,7 @@ def read_jsonl_complete(path: Path) -> list[dict[str, Any]]:
     Raises:
         AnalysisInputError: a complete line is not a JSON object (names file and line).
     """
-    records = []
-    for number, line in enumerate(complete_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise AnalysisInputError(f"{path}: line {number} is not JSON ({exc.msg})") from exc
-        if not isinstance(record, dict):
-            raise AnalysisInputError(f"{path}: line {number} is not a JSON object")
-        records.append(record)
-    return records
+    return json_objects(complete_text(path).splitlines(), path)
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:

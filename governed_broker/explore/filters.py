@@ -21,27 +21,15 @@ from typing import Any
 
 import pandas as pd
 
+from governed_broker.explore.audit import Laundering, laundering_of
 from governed_broker.explore.run_view import RunView
+
+__all__ = ["COLUMNS", "DecisionFilter", "Laundering", "fired_rule_ids", "laundering_of",
+           "matching_decisions", "rule_ids", "statuses"]
 
 #: Columns of the table ``matching_decisions`` returns.
 COLUMNS = ("year", "agent_id", "flood_zone", "tenure", "status", "proposed_action",
            "executed_action", "rules_fired", "laundering")
-
-
-@dataclass(frozen=True)
-class Laundering:
-    """How a decision's appraisal changed after a block."""
-
-    rule: str
-    label: str
-    before: str
-    after: str
-    label_only: bool
-
-    def describe(self) -> str:
-        """One line, e.g. ``threat H -> M after high_threat_inaction (same action)``."""
-        tail = "same action" if self.label_only else "action changed too"
-        return f"{self.label} {self.before} -> {self.after} after {self.rule} ({tail})"
 
 
 @dataclass(frozen=True)
@@ -56,32 +44,6 @@ class DecisionFilter:
     marginalised: bool | None = None
 
 
-def laundering_of(decision: dict[str, Any]) -> list[Laundering]:
-    """The laundering cases in one audit record ([] when there is none)."""
-    attempts = [a for a in decision.get("attempts") or [] if isinstance(a, dict)]
-    found = []
-    for i, blocked in enumerate(attempts):
-        rules = [r for r in blocked.get("rules") or [] if r.get("fired")
-                 and r.get("severity") == "ERROR"]
-        before = blocked.get("parsed")
-        if not rules or not before:
-            continue
-        after = next((a.get("parsed") for a in attempts[i + 1:] if a.get("parsed")), None)
-        if not after:
-            continue
-        same_action = before.get("decision") == after.get("decision")
-        for label, key in (("threat", "threat_appraisal"), ("coping", "coping_appraisal")):
-            old, new = _label(before, key), _label(after, key)
-            if old is not None and new is not None and old != new:
-                found.append(Laundering(str(rules[0].get("id")), label, old, new, same_action))
-    return found
-
-
-def _label(reply: dict[str, Any], key: str) -> str | None:
-    value = reply.get(key)
-    return value.get("label") if isinstance(value, dict) else None
-
-
 def fired_rule_ids(decisions: Iterable[dict[str, Any]]) -> list[str]:
     """Every rule id that fired in some decision, sorted."""
     return sorted({str(r.get("id")) for d in decisions for r in d.get("rules_fired") or []})
@@ -90,6 +52,11 @@ def fired_rule_ids(decisions: Iterable[dict[str, Any]]) -> list[str]:
 def statuses(view: RunView) -> list[str]:
     """The decision statuses present in the run, sorted."""
     return sorted(view.agents["status"].dropna().unique().tolist())
+
+
+def rule_ids(view: RunView) -> list[str]:
+    """Every rule id that fired in some decision of the run, sorted."""
+    return view.decisions.rule_ids()
 
 
 def matching_decisions(view: RunView, flt: DecisionFilter) -> pd.DataFrame:
@@ -106,9 +73,8 @@ def matching_decisions(view: RunView, flt: DecisionFilter) -> pd.DataFrame:
         mask &= agents["marginalised"] == flt.marginalised
     rows = []
     for row in agents[mask].itertuples(index=False):
-        decision = view.decisions.get((int(row.agent_id), int(row.year))) or {}
-        fired = sorted({str(r.get("id")) for r in decision.get("rules_fired") or []})
-        laundering = laundering_of(decision) if decision else []
+        key = (int(row.agent_id), int(row.year))
+        fired, laundering = view.decisions.fired(key), view.decisions.laundering(key)
         if flt.rule is not None and flt.rule not in fired:
             continue
         if flt.laundering and not laundering:

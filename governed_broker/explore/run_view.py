@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+from collections import OrderedDict
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +37,10 @@ from governed_broker.analysis.schema import (
     NULLABLE_AGENT_COLUMNS,
     model_columns,
 )
+from governed_broker.config.base import ConfigError
+from governed_broker.explore.audit import AuditRecords
 from governed_broker.explore.files import (
+    Target,
     fingerprint,
     read_csv_complete,
     read_json_object,
@@ -102,8 +107,9 @@ class RunView:
         model: Typed model table (complete years only).
         actions: Action id -> effect of the run's domain.
         labels: The appraisal scale, lowest first.
-        decisions: (agent id, year) -> audit record of ``decisions.jsonl``.
-        reflections: (agent id, year) -> record of ``reflections.jsonl``.
+        decisions: (agent id, year) -> audit record of ``decisions.jsonl`` (read from the
+            file when asked, ``audit.AuditRecords``).
+        reflections: (agent id, year) -> record of ``reflections.jsonl`` (likewise).
         institutions: Typed ``institutions_yearly.csv`` (complete years; None: the run has no
             institutions).
         institution_decisions: Records of ``institutions.jsonl`` (complete years), in the
@@ -124,8 +130,8 @@ class RunView:
     model: pd.DataFrame
     actions: dict[str, str]
     labels: tuple[str, ...]
-    decisions: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
-    reflections: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    decisions: AuditRecords
+    reflections: AuditRecords
     institutions: pd.DataFrame | None = None
     institution_decisions: list[dict[str, Any]] = field(default_factory=list)
     card: ValidityCard | None = None
@@ -145,18 +151,15 @@ class RunView:
         years = self.manifest.get("years") or (self.config or {}).get("years")
         return int(years) if years is not None else None
 
-    @property
-    def has_audit(self) -> bool:
-        """Whether the run has a broker audit (LLM decisions)."""
-        return bool(self.decisions)
-
     def household_ids(self) -> list[int]:
         """Every household of the run, in id order."""
         return sorted(int(a) for a in self.agents["agent_id"].unique())
 
     def memories(self, agent_id: int, ids: list[str] | None = None) -> list[Memory]:
-        """The memories of one household in ``memory.sqlite`` (all, or those in ``ids`` in
-        that order); [] when the run kept no memory store."""
+        """The memories of one household in ``memory.sqlite``.
+
+        All, or those in ``ids`` in that order; [] when the run kept no memory store.
+        """
         path = self.path / MEMORY_FILE
         if not path.is_file():
             return []
@@ -178,8 +181,11 @@ class RunView:
         return [found[i] for i in ids if i in found]
 
     def call(self, seed: int, tag: str = "decision") -> LoggedCall | None:
-        """The logged LLM call with this request seed (each attempt of each decision has its
-        own seed); the successful one when a call was repeated. None without a call log."""
+        """The logged LLM call with this request seed.
+
+        Each attempt of each decision has its own seed; the successful one when a call was repeated.
+        None without a call log.
+        """
         path = self.path / CALLS_FILE
         if not path.is_file():
             return None
@@ -197,10 +203,61 @@ class RunView:
         return fingerprint(self.path, WATCHED)
 
 
+class SharedViews:
+    """The ``RunView`` of each run directory, one for all the sessions of a server.
+
+    Every browser session of the explorer shows the same files, so they share one view (read
+    once, about 100 MB for a 2,000-household, 10-year LLM run) instead of each reading its own; a
+    view is read again when a file it read has changed (``RunView.stamp``), and at most
+    ``keep`` views are kept (the runs of a sweep opened last). Views are never changed once
+    read, so sharing them between sessions (threads) is safe.
+
+    Args:
+        keep: How many run directories' views are kept.
+    """
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self._views: OrderedDict[str, tuple[RunView | None, str | None, tuple]] = OrderedDict()
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, target: Path) -> tuple[RunView | None, str | None]:
+        """The current view of the run ``target`` (its ``<out>``), or why it cannot be read."""
+        key = str(target)
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:  # one session reads, the others wait for its view
+            try:
+                location, live = Target("run", Path(target)).run_location()
+            except AnalysisInputError as exc:
+                return None, str(exc)
+            with self._lock:
+                cached = self._views.get(key)
+            now = (str(location), fingerprint(location, WATCHED))
+            if cached is not None and cached[2] == now:
+                with self._lock:
+                    self._views.move_to_end(key)
+                return cached[0], cached[1]
+            try:
+                view: RunView | None = load_view(location, live)
+                result = (view, None, (str(location), view.stamp))
+            except (AnalysisInputError, ConfigError, OSError) as exc:
+                result = (None, str(exc), now)
+            with self._lock:
+                self._views[key] = result
+                self._views.move_to_end(key)
+                while len(self._views) > self.keep:
+                    self._views.popitem(last=False)
+            return result[0], result[1]
+
+
 def _read_only(path: Path, live: bool) -> sqlite3.Connection:
-    """Open a run's SQLite file without ever writing beside it: a finished run's file is
-    opened as immutable (no lock or WAL side files are created), a running run's read-only
-    (its writer keeps the side files)."""
+    """Open a run's SQLite file without ever writing beside it.
+
+    A finished run's file is opened as immutable (no lock or WAL side files are created), a running
+    run's read-only (its writer keeps the side files).
+    """
     mode = "ro" if live else "ro&immutable=1"
     return sqlite3.connect(f"{path.absolute().as_uri()}?mode={mode}", uri=True, timeout=5)
 
@@ -233,8 +290,8 @@ def load_view(path: Path, live: bool) -> RunView:
     view = RunView(
         path=path, live=live, name=str(manifest.get("name") or _name(path)),
         manifest=manifest, config=config, agents=agents, model=model, actions=actions,
-        labels=labels, decisions=_by_household_year(path / DECISIONS_FILE, last),
-        reflections=_by_household_year(path / REFLECTIONS_FILE, last), stamp=stamp)
+        labels=labels, decisions=AuditRecords(path / DECISIONS_FILE, last),
+        reflections=AuditRecords(path / REFLECTIONS_FILE, last), stamp=stamp)
     view.institutions, view.institution_decisions = _institutions(path, last)
     view.card, view.card_problem = read_validity_card(path / "validity_card.json")
     view.fit, view.fit_problem = _fit(view)
@@ -242,8 +299,10 @@ def load_view(path: Path, live: bool) -> RunView:
 
 
 def _institutions(path: Path, last_year: int) -> tuple[pd.DataFrame | None, list[dict[str, Any]]]:
-    """The institutions' yearly table and decision records up to ``last_year`` (None and []
-    for a run without institutions)."""
+    """The institutions' yearly table and decision records up to ``last_year``.
+
+    None and [] for a run without institutions.
+    """
     raw = read_csv_complete(path / INSTITUTIONS_FILE)
     if raw is None:
         return None, []
@@ -268,9 +327,11 @@ def _complete_years(raw: pd.DataFrame, last_year: int) -> pd.DataFrame:
 
 def _actions(manifest: dict[str, Any], model_raw: pd.DataFrame | None,
              source: Path) -> dict[str, str]:
-    """The run's action id -> effect: from the manifest; while running (no manifest yet) the
-    actions are those of the ``n_<action>`` columns of ``model_yearly.csv``, with the effects
-    of the repository's domain where it has them."""
+    """The run's action id -> effect.
+
+    From the manifest; while running (no manifest yet) the actions are those of the ``n_<action>``
+    columns of ``model_yearly.csv``, with the effects of the repository's domain where it has them.
+    """
     if "actions" in manifest or model_raw is None:
         return domain_actions(manifest, source)
     return {a: DEFAULT_ACTION_EFFECTS.get(a, "unknown") for a in action_count_columns(model_raw)}
@@ -305,19 +366,6 @@ def _typed_agents(raw: pd.DataFrame | None, source: Path, last_year: int) -> pd.
         frame["marginalised"] = frame["marginalised"].astype(str).str.lower().isin(
             ["true", "1"])
     return frame.sort_values(["year", "agent_id"], kind="stable").reset_index(drop=True)
-
-
-def _by_household_year(path: Path, last_year: int) -> dict[tuple[int, int], dict[str, Any]]:
-    out = {}
-    for record in read_jsonl_complete(path):
-        try:
-            key = (int(record["agent_id"]), int(record["year"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise AnalysisInputError(f"{path}: a record without an integer agent_id and year "
-                                     f"({exc})") from exc
-        if key[1] <= last_year:
-            out[key] = record
-    return out
 
 
 def _fit(view: RunView) -> tuple[BenchmarkFit | None, str | None]:

@@ -6,9 +6,12 @@ that Solara otherwise fetches from a CDN, so the explorer works without internet
 cluster node, on a laptop on a plane). Without them the explorer refuses to start and says
 what to install: there is no fallback to a CDN.
 
-The server listens on ``127.0.0.1`` unless told otherwise, runs in Solara's production mode and
-sends no usage telemetry. Its log goes to a file whose path is printed, so the terminal shows
-one line (the address) rather than the server's chatter.
+The server listens on ``127.0.0.1`` unless told otherwise (and says so, with a warning, when
+told to listen beyond this machine), runs in Solara's production mode, sends no usage
+telemetry, and answers only requests that carry its access token (``explore.access``): the
+address it prints holds the token. Closed browser sessions are freed after a few minutes
+(``explore.serve``). Its log goes to a file whose path is printed, so the terminal shows one
+line (the address) rather than the server's chatter.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
+from governed_broker.explore.access import ENV_TOKEN, TOKEN_PARAM, is_loopback, new_token
+from governed_broker.explore.serve import CULL_AFTER_S
+
 #: Environment variable that tells the app (a separate process) which directory to show.
 ENV_TARGET = "GOVERNED_BROKER_EXPLORE"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
@@ -38,8 +44,10 @@ INSTALL_HINT = ("pip install 'governed-broker[explore]' (in this repository: mak
 
 
 class ExplorerError(RuntimeError):
-    """The explorer cannot start (missing packages, port taken, server failed); the message
-    says what to do."""
+    """The explorer cannot start (missing packages, port taken, server failed).
+
+    The message says what to do.
+    """
 
 
 def check_dependencies() -> None:
@@ -80,6 +88,17 @@ def pick_port(host: str, port: int | None) -> int:
                         "in use; pass a free one with --port")
 
 
+def exposure_warning(host: str) -> str | None:
+    """The warning for a server bound beyond this machine (None: loopback only)."""
+    if is_loopback(host):
+        return None
+    return (f"warning: --host {host} serves the explorer beyond this machine: whoever can "
+            "reach this address and learns its token can read every prompt and reply of the "
+            "run, and the connection is not encrypted (http). Unless that is what you want, "
+            f"use the default --host {DEFAULT_HOST} and an SSH tunnel "
+            "(ssh -L 8765:127.0.0.1:8765 this-host)")
+
+
 class Explorer:
     """One explorer server process.
 
@@ -87,22 +106,41 @@ class Explorer:
         directory: The run or sweep directory to show (a running run's ``<out>``).
         host: Interface to listen on.
         port: Port (None: the first free one from 8765).
+        cull_after_s: Seconds a closed browser session is kept (``serve.CULL_AFTER_S``).
+
+    Attributes:
+        url: The address to open: the server's root with its access token.
     """
 
-    def __init__(self, directory: Path, host: str = DEFAULT_HOST, port: int | None = None):
+    def __init__(self, directory: Path, host: str = DEFAULT_HOST, port: int | None = None,
+                 cull_after_s: float = CULL_AFTER_S):
         self.directory = Path(directory)
         self.host = host
         self.port = pick_port(host, port)
-        self.url = f"http://{host}:{self.port}/"
+        self.cull_after_s = cull_after_s
+        self._token = new_token()
+        self.base = f"http://{host}:{self.port}/"
+        self.url = self.link()
         self.log = Path(tempfile.mkstemp(prefix="governed-broker-explore-", suffix=".log")[1])
         self.process: subprocess.Popen | None = None
         self._starter: threading.Thread | None = None
         self._cancelled = threading.Event()
 
+    def link(self, query: str = "") -> str:
+        """The address of a view with the access token.
+
+        Args:
+            query: The view, e.g. ``tab=decisions&status=rejected`` ("": the first page).
+        """
+        return f"{self.base}?{query + '&' if query else ''}{TOKEN_PARAM}={self._token}"
+
     def start_when_present(self, present: Callable[[], bool],
                            announce: Callable[[str], None]) -> None:
-        """Start the server in a background thread as soon as ``present()`` (the run or sweep
-        directory exists), then ``announce`` its address or why it failed."""
+        """Start the server in a background thread once the directory exists.
+
+        As soon as ``present()`` (the run or sweep directory exists); then ``announce`` its address
+        or why it failed.
+        """
 
         def run() -> None:
             while not present():
@@ -124,10 +162,10 @@ class Explorer:
         """
         env = dict(os.environ)
         env[ENV_TARGET] = str(self.directory.resolve())
-        env["SOLARA_TELEMETRY_MIXPANEL_ENABLE"] = "False"
+        env[ENV_TOKEN] = self._token  # the environment: other users can read command lines
         # an argument list, never a shell string
-        command = [sys.executable, "-m", "solara", "run", "governed_broker.explore.app",
-                   "--host", self.host, "--port", str(self.port), "--production", "--no-open"]
+        command = [sys.executable, "-m", "governed_broker.explore.serve", "--host", self.host,
+                   "--port", str(self.port), "--cull-after", f"{self.cull_after_s:g}"]
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(command, env=env, stdout=log,
                                             stderr=subprocess.STDOUT)
@@ -136,7 +174,7 @@ class Explorer:
             if self.process.poll() is not None:
                 raise ExplorerError(f"the explorer server exited with code "
                                     f"{self.process.returncode}:\n{self._log_tail()}")
-            if _answers(self.url + "readyz"):
+            if _answers(self.base + "readyz"):
                 return self.url
             time.sleep(0.2)
         self._terminate()
@@ -150,9 +188,12 @@ class Explorer:
         return self.process is not None and self.process.poll() is None
 
     def wait(self, announce: Callable[[], None] | None = None) -> int:
-        """Block until the server exits (Ctrl-C or SIGTERM stops it); return its exit code. A
-        server started in the background is waited for first. ``announce`` runs once SIGTERM
-        is handled, so whoever reads the announcement may terminate the process at once."""
+        """Block until the server exits (Ctrl-C or SIGTERM stops it).
+
+        Return its exit code. A server started in the background is waited for first. ``announce``
+        runs once SIGTERM is handled, so whoever reads the announcement may terminate the process at
+        once.
+        """
         previous = _stop_on_sigterm()
         try:
             if announce is not None:
@@ -170,8 +211,10 @@ class Explorer:
                 signal.signal(signal.SIGTERM, previous)
 
     def stop(self) -> None:
-        """Stop the server (terminate, then kill after 10 s); a server not yet started in the
-        background never starts."""
+        """Stop the server (terminate, then kill after 10 s).
+
+        A server not yet started in the background never starts.
+        """
         self._cancelled.set()
         if self._starter is not None and self._starter is not threading.current_thread():
             self._starter.join()
@@ -193,8 +236,10 @@ class Explorer:
 
 
 def _stop_on_sigterm():
-    """Make SIGTERM end the wait like Ctrl-C, so the server never outlives this process;
-    returns the previous handler (None when not in the main thread, where it cannot be set)."""
+    """Make SIGTERM end the wait like Ctrl-C, so the server never outlives this process.
+
+    Returns the previous handler (None when not in the main thread, where it cannot be set).
+    """
     if threading.current_thread() is not threading.main_thread():
         return None
 

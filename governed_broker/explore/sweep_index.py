@@ -19,14 +19,17 @@ from governed_broker.run_dir import partial_dir
 
 
 def sweep_runs(sweep_dir: Path) -> pd.DataFrame:
-    """One row per run: ``run_id``, ``status``, the swept parameters, and ``path`` (its run
-    directory, finished or running; empty when the sweep kept none)."""
+    """One row per run: ``run_id``, ``status``, the swept parameters, and ``path``.
+
+    Its run directory, finished or running; empty when the sweep kept none.
+    """
     if (sweep_dir / SWEEP_META / "plan.json").is_file():
         from governed_broker.sweep.collect import index_frame, load_plan
         from governed_broker.sweep.state import SweepDir
 
+        sweep = SweepDir(sweep_dir, record_checks=False)  # the explorer writes nothing
         try:
-            index = index_frame(SweepDir(sweep_dir), load_plan(SweepDir(sweep_dir)))
+            index = index_frame(sweep, load_plan(sweep))
         except (ConfigError, ValueError, KeyError) as exc:
             raise AnalysisInputError(f"{sweep_dir / SWEEP_META}: unreadable sweep state ({exc})"
                                      ) from exc

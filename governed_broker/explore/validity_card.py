@@ -10,6 +10,7 @@ shape and shows anything else it finds as plain key/value lines::
          "statistic": 0.031,               # number or null
          "threshold": 0.05,                # number or null
          "passed": true,                   # true, false or null (not computable)
+         "outcome": "pass",                # optional: pass, fail, inconclusive, ...
          "n": 400,                         # integer or null: observations the test used
          "note": "..."}                    # optional text
       ]
@@ -40,6 +41,7 @@ class CardTest:
     passed: bool | None
     n: int | None
     note: str = ""
+    outcome: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,12 @@ def _test(item: Any, index: int, source: Path) -> CardTest:
     n = item.get("n")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
         raise AnalysisInputError(f"{where}.n must be an integer or null, got {n!r}")
+    outcome = item.get("outcome", "")
+    if not isinstance(outcome, str):
+        raise AnalysisInputError(f"{where}.outcome must be text, got {outcome!r}")
     return CardTest(item["name"], _number(item.get("statistic"), f"{where}.statistic"),
                     _number(item.get("threshold"), f"{where}.threshold"), passed, n,
-                    _text(item.get("note", "")))
+                    _text(item.get("note", "")), outcome)
 
 
 def _number(value: Any, where: str) -> float | None:

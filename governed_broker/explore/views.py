@@ -1,6 +1,8 @@
-"""The explorer's page sections (Solara components): overview, neighbourhood, household
-timeline and decision list. Every text from the run (prompts, replies, reasons) is shown as
-text, never as HTML."""
+"""The explorer's page sections (Solara components).
+
+Overview, neighbourhood, household timeline and decision list. Every text from the run (prompts,
+replies, reasons) is shown as text, never as HTML.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ from governed_broker.explore.charts import (
 )
 from governed_broker.explore.filters import (
     DecisionFilter,
-    fired_rule_ids,
     matching_decisions,
+    rule_ids,
     statuses,
 )
 from governed_broker.explore.layout import Layout
@@ -91,7 +93,8 @@ def ValidityCardSection(view: RunView) -> None:
     if view.card.verdict:
         _line(f"verdict: {view.card.verdict}")
     rows = [{"test": t.name, "statistic": t.statistic, "threshold": t.threshold,
-             "passed": {True: "passed", False: "FAILED", None: "not computable"}[t.passed],
+             "passed": t.outcome.replace("_", " ") if t.outcome else
+             {True: "passed", False: "FAILED", None: "not computable"}[t.passed],
              "n": t.n, "note": t.note} for t in view.card.tests]
     solara.DataFrame(pd.DataFrame(rows), items_per_page=20)
     for key, value in view.card.other.items():
@@ -288,8 +291,10 @@ def _reflection(entry: YearEntry) -> None:
 @solara.component
 def DecisionList(view: RunView, on_open: Callable[[int, int], None],
                  initial: dict[str, str]) -> None:
-    """Decisions matching the filters (first set from ``initial``: the page's ``status`` and
-    ``rule`` parameters); each opens its household at its year."""
+    """Decisions matching the filters; each opens its household at its year.
+
+    First set from ``initial``: the page's ``status`` and ``rule`` parameters.
+    """
     status, set_status = solara.use_state(initial.get("status"))
     rule, set_rule = solara.use_state(initial.get("rule"))
     laundering, set_laundering = solara.use_state(False)
@@ -300,7 +305,7 @@ def DecisionList(view: RunView, on_open: Callable[[int, int], None],
     with solara.Row():
         solara.Select("status", values=[None, *statuses(view)], value=status,
                       on_value=set_status)
-        solara.Select("rule fired", values=[None, *fired_rule_ids(view.decisions.values())],
+        solara.Select("rule fired", values=[None, *rule_ids(view)],
                       value=rule, on_value=set_rule)
         solara.Select("zone", values=[None, *sorted(agents["flood_zone"].dropna().unique())],
                       value=zone, on_value=set_zone)
@@ -337,9 +342,11 @@ INSTITUTION_TABLE_COLUMNS = (
 
 @solara.component
 def InstitutionsTab(view: RunView) -> None:
-    """The government's and the insurer's levers and money by year, then each decision: who
-    made it, its status, the levers before, proposed and put in force, the reason, and the
-    rules that fired on an LLM maker's replies."""
+    """The government's and the insurer's levers and money by year, then each decision.
+
+    Who made it, its status, the levers before, proposed and put in force, the reason, and the rules
+    that fired on an LLM maker's replies.
+    """
     _line("Levers and money by year (institutions_yearly.csv)", bold=True, size="1.1em")
     solara.DataFrame(view.institutions[list(INSTITUTION_TABLE_COLUMNS)], items_per_page=20)
     _line(f"Decisions (institutions.jsonl): {len(view.institution_decisions)}", bold=True,

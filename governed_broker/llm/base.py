@@ -84,8 +84,10 @@ class LLMRequest:
     min_p: float | None = None
 
     def sampling_options(self) -> dict[str, float | int]:
-        """The sampling settings beyond temperature that this request sets (None left out),
-        under the names llama.cpp, Ollama and vLLM share."""
+        """The sampling settings beyond temperature that this request sets (None left out).
+
+        Under the names llama.cpp, Ollama and vLLM share.
+        """
         return {name: value for name in SAMPLING_OPTIONS
                 if (value := getattr(self, name)) is not None}
 
@@ -149,6 +151,7 @@ class LLMBackend:
     max_concurrency: int = 1
 
     async def achat(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover - abstract
+        """The model's reply to ``request``."""
         raise NotImplementedError
 
     def chat(self, request: LLMRequest) -> LLMResponse:
@@ -163,11 +166,22 @@ class LLMBackend:
         asyncio.run(self.aclose())
 
     def flush(self) -> None:
-        """Write what the backend holds back to write in batches (the response cache's and the
-        call log's rows); the broker calls it at the end of each phase of a year."""
+        """Write what the backend holds back to write in batches.
+
+        The response cache's and the call log's rows; the broker calls it at the end of each phase
+        of a year.
+        """
 
     def stats(self) -> dict[str, Any]:
         """Counters for the run manifest (cache hits/misses, calls); empty for bare backends."""
+        return {}
+
+    def reply_settings(self) -> dict[str, Any]:
+        """Settings of the backend beyond the request that change its replies.
+
+        For example the embedded model's thread count; part of the response-cache key. Empty:
+        none.
+        """
         return {}
 
     def describe(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Literal
@@ -43,23 +44,27 @@ def canonical_json(value: Any) -> str:
     return ENCODERS["canonical"].encode(value)
 
 
-def cache_key(backend_kind: str, model_id: str, request: LLMRequest) -> str:
+def cache_key(backend_kind: str, model_id: str, request: LLMRequest,
+              settings: Mapping[str, Any] | None = None) -> str:
     """The cache key of a request sent to a backend/model (hex sha256).
 
     It is the sha256 of ``canonical_json`` of the document ``{"v": KEY_VERSION, "backend",
     "model", "messages", "schema", "options": {temperature, seed, max_tokens, num_ctx, and
-    top_p, top_k, min_p where the request sets them}}``, written out piece by piece in
-    sorted-key order so that the system message and the schema, the same in most calls, are
-    encoded once (``llm.jsontext``). Unset sampling options are left out, so requests that set
-    none keep the keys they had before those options existed.
+    top_p, top_k, min_p where the request sets them}, "runtime": settings}``, written out piece
+    by piece in sorted-key order so that the system message and the schema, the same in most
+    calls, are encoded once (``llm.jsontext``). Unset sampling options are left out, so
+    requests that set none keep the keys they had before those options existed; so is
+    ``runtime`` when ``settings`` (the backend's ``reply_settings``: the embedded model's
+    thread count) is empty.
     """
     options = canonical_json({"temperature": request.temperature, "seed": request.seed,
                               "max_tokens": request.max_tokens, "num_ctx": request.num_ctx,
                               **request.sampling_options()})
+    runtime = f',"runtime":{canonical_json(dict(settings))}' if settings else ""
     text = "".join((
         '{"backend":', encode_basestring(backend_kind),
         ',"messages":', messages_json(request.messages, "canonical"),
-        ',"model":', encode_basestring(model_id), ',"options":', options,
+        ',"model":', encode_basestring(model_id), ',"options":', options, runtime,
         ',"schema":', schema_json(request.json_schema, "canonical"),
         _KEY_END))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

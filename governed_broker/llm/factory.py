@@ -84,9 +84,18 @@ def build_scripted(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
     return backend
 
 
+def build_reference(cfg: LLMConfig, base_dir: Path | None) -> LLMBackend:
+    """A reference respondent of the validity battery (registered as ``reference``)."""
+    from governed_broker.llm.reference import ReferenceBackend
+
+    return ReferenceBackend(str(cfg.model))
+
+
 def _sampled(path: Path, index: int, choices: Any) -> Callable[[LLMRequest], Any]:
-    """A scripted reply drawn from weighted ``choices`` by the request's seed (the same seed
-    gives the same reply, as with a seeded model)."""
+    """A scripted reply drawn from weighted ``choices`` by the request's seed.
+
+    The same seed gives the same reply, as with a seeded model.
+    """
     if not isinstance(choices, list) or not choices or any(
             not isinstance(c, dict) or set(c) != {"weight", "reply"}
             or not isinstance(c["weight"], int | float) or not c["weight"] > 0 for c in choices):

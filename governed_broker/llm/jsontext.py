@@ -76,8 +76,11 @@ def messages_json(messages: Sequence[Mapping[str, Any]], form: str) -> str:
 
 
 def schema_json(schema: Mapping[str, Any] | None, form: str) -> str:
-    """``json.dumps(schema, **OPTIONS[form])``; remembered by the object's identity (a schema
-    must not be changed once it was sent: the broker's and reflection's never are)."""
+    """``json.dumps(schema, **OPTIONS[form])``.
+
+    Remembered by the object's identity (a schema must not be changed once it was sent: the broker's
+    and reflection's never are).
+    """
     if schema is None:
         return "null"
     # the entry holds the object, so no other object can have its id while it is remembered

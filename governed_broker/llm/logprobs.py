@@ -60,8 +60,10 @@ def token_source(backend: LLMBackend) -> TokenSource:
 
 
 def _top(entries: Sequence[dict[str, Any]]) -> list[Candidate]:
-    """Candidates from OpenAI-style ``top_logprobs`` entries (``bytes`` preferred to the
-    token's text, which may hold a partial character)."""
+    """Candidates from OpenAI-style ``top_logprobs`` entries.
+
+    ``bytes`` is preferred to the token's text, which may hold a partial character.
+    """
     return [Candidate(_token(e), float(e["logprob"])) for e in entries]
 
 
@@ -119,6 +121,7 @@ class LlamaCppSource:
         return result
 
     def greedy(self, request: LLMRequest) -> GreedyReply:
+        """The greedy reply, its prompt evaluated whole (``cache_prompt`` off)."""
         ids = self.prompt_ids(request)
         result = self._complete({
             "prompt": ids, "n_predict": request.max_tokens, "temperature": 0.0, "seed": 0,
@@ -130,6 +133,7 @@ class LlamaCppSource:
 
     def top_tokens(self, reply: GreedyReply, prefix: Sequence[Token], k: int
                    ) -> list[Candidate]:
+        """The top ``k`` tokens after the prompt's ids and ``prefix`` (``n_probs``)."""
         result = self._complete({
             "prompt": [*reply.prompt, *(t.id for t in prefix)], "n_predict": 1,
             "temperature": 0.0, "seed": 0, "n_probs": k, "cache_prompt": True})
@@ -164,6 +168,7 @@ class ChatLogprobsSource:
         return reply.json()
 
     def greedy(self, request: LLMRequest) -> GreedyReply:
+        """The greedy reply through chat completions, with its tokens' bytes."""
         messages = [dict(m) for m in request.messages]
         data = self._post({"messages": messages, "temperature": 0.0, "seed": 0,
                            "max_tokens": request.max_tokens, "logprobs": True,
@@ -175,6 +180,7 @@ class ChatLogprobsSource:
 
     def top_tokens(self, reply: GreedyReply, prefix: Sequence[Token], k: int
                    ) -> list[Candidate]:
+        """The top ``k`` tokens after ``prefix``, read by continuing the reply's text."""
         if k > OPENAI_MAX_TOP:
             raise ReadoutError(f"{self.name}: an OpenAI-compatible server gives at most "
                                f"{OPENAI_MAX_TOP} top_logprobs; read with top_k <= 20")

@@ -190,6 +190,7 @@ class OllamaBackend(LLMBackend):
             raise
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The Ollama server's reply to ``request``."""
         start = time.perf_counter()
         report = RetryReport()
         host, result, _ = await call_with_retries(
@@ -227,9 +228,11 @@ class OllamaBackend(LLMBackend):
         )
 
     async def aclose(self) -> None:
+        """Close the HTTP client."""
         await self.pool.aclose()
 
     def describe(self) -> dict[str, Any]:
+        """The backend's identity and settings, for the manifest."""
         info = super().describe()
         info.update(hosts=list(self.hosts), digests=self.digests, keep_alive=self.keep_alive)
         return info

@@ -170,6 +170,7 @@ class OpenAICompatibleBackend(LLMBackend):
         return base, reply.json()
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The server's reply to ``request``."""
         start = time.perf_counter()
         report = RetryReport()
         base, data = await call_with_retries(
@@ -193,9 +194,11 @@ class OpenAICompatibleBackend(LLMBackend):
                                         backend=self.kind, model=self.model_id, extra=extra)
 
     async def aclose(self) -> None:
+        """Close the HTTP client."""
         await self.pool.aclose()
 
     def describe(self) -> dict[str, Any]:
+        """The backend's identity and settings, for the manifest."""
         info = super().describe()
         info.update(hosts=list(self.bases), served=self.served)
         return info

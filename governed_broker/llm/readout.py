@@ -76,8 +76,10 @@ class Token:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A token a model may write next, with its raw log-probability (before any grammar,
-    temperature or truncation)."""
+    """A token a model may write next, with its raw log-probability.
+
+    The log-probability is taken before any grammar, temperature or truncation.
+    """
 
     token: Token
     logprob: float
@@ -105,14 +107,19 @@ class TokenSource(Protocol):
     name: str
 
     def greedy(self, request: LLMRequest) -> GreedyReply:
-        """The greedy reply (temperature 0) to ``request`` under its ``json_schema``, its
-        prompt evaluated whole (no reuse of an earlier call's evaluation)."""
+        """The greedy reply (temperature 0) to ``request`` under its ``json_schema``.
+
+        The prompt is evaluated whole (no reuse of an earlier call's evaluation).
+        """
         ...
 
     def top_tokens(self, reply: GreedyReply, prefix: Sequence[Token], k: int
                    ) -> list[Candidate]:
-        """The ``k`` most probable next tokens, with raw log-probabilities, after the prompt of
-        ``reply`` and the tokens ``prefix`` of the reply being written."""
+        """The ``k`` most probable next tokens, with raw log-probabilities.
+
+        They follow the prompt of ``reply`` and the tokens ``prefix`` of the reply being
+        written.
+        """
         ...
 
 
@@ -169,17 +176,22 @@ class Node:
 
     @property
     def resolved(self) -> bool:
-        """Whether some allowed token read here leads to a value (a node deep in a branch
-        may have none among the top ``k``: the model wanted to write another word)."""
+        """Whether some allowed token read here leads to a value.
+
+        A node deep in a branch may have none among the top ``k`` (the model wanted to write
+        another word).
+        """
         return any(b.child is None or b.child.resolved for b in self.branches)
 
     def _resolved_branches(self) -> list[Branch]:
         return [b for b in self.branches if b.child is None or b.child.resolved]
 
     def distribution(self) -> dict[str, float]:
-        """Probability of each value reachable from here (sums to 1): each allowed token's
-        share of the allowed mass, times the distribution below it, over the tokens that lead
-        to a value (an unresolved branch's mass goes to the others in proportion)."""
+        """Probability of each value reachable from here (sums to 1).
+
+        each allowed token's share of the allowed mass, times the distribution below it, over the
+        tokens that lead to a value (an unresolved branch's mass goes to the others in proportion).
+        """
         branches = self._resolved_branches()
         total = sum(math.exp(b.logprob) for b in branches)
         out: dict[str, float] = {}
@@ -191,8 +203,11 @@ class Node:
         return out
 
     def unresolved_share(self) -> float:
-        """The share of this node's allowed mass on token paths that reach no value among
-        the tokens read (left out of ``distribution``)."""
+        """The share of this node's allowed mass on token paths that reach no value.
+
+        Such paths reach no value among the tokens read; they are left out of
+        ``distribution``.
+        """
         total = self.allowed_mass
         lost = 0.0
         for b in self.branches:
@@ -247,12 +262,15 @@ class FieldDistribution:
 
     @property
     def unresolved_mass(self) -> float:
-        """Probability (under the grammar) of the token paths that reached no allowed value
-        among the tokens read, left out and the rest renormalised (small: such paths begin
-        with improbable tokens)."""
+        """Probability (under the grammar) of the token paths that reached no allowed value.
+
+        Those paths are left out and the rest renormalised; the mass is small, since such
+        paths begin with improbable tokens.
+        """
         return self.root.unresolved_share()
 
     def to_json(self) -> dict[str, Any]:
+        """The field's distribution and the masses left out, as JSON."""
         return {"field": self.field, "distribution": self.distribution(),
                 "path_value": self.path_value, "forbidden_mass": self.forbidden_mass,
                 "unseen_mass": self.unseen_mass, "unresolved_mass": self.unresolved_mass,
@@ -287,6 +305,7 @@ class ReplyDistributions:
                        f"{', '.join(f.field for f in self.fields)})")
 
     def to_json(self) -> dict[str, Any]:
+        """The reply's fields and the cost of reading them, as JSON."""
         return {"source": self.source, "path": self.path, "passes": self.passes,
                 "seconds": round(self.seconds, 3), "fields": [f.to_json() for f in self.fields]}
 
@@ -294,8 +313,11 @@ class ReplyDistributions:
 # -- the reply's schema ---------------------------------------------------------------------
 def enum_fields(schema: Mapping[str, Any], prefix: str = ""
                 ) -> Iterator[tuple[str, tuple[str, ...]]]:
-    """Each string field of ``schema`` whose value is one of an ``enum`` (dotted path, allowed
-    values), in the order of the schema's properties (the order the grammar writes them)."""
+    """Each string field of ``schema`` whose value is one of an ``enum``.
+
+    Yields (dotted path, allowed values) in the order of the schema's properties (the order
+    the grammar writes them).
+    """
     for name, sub in (schema.get("properties") or {}).items():
         path = f"{prefix}{name}"
         if isinstance(sub, Mapping) and "enum" in sub:
@@ -309,9 +331,10 @@ def enum_fields(schema: Mapping[str, Any], prefix: str = ""
 
 
 def path_schema(schema: Mapping[str, Any], last_field: str) -> dict[str, Any]:
-    """``schema`` with each top-level free string property after the one holding
-    ``last_field`` constrained to be empty, so that the greedy path stops writing after the
-    last field read.
+    """``schema`` with the free strings after ``last_field``'s property constrained to be empty.
+
+    Each top-level free string property after the one holding ``last_field`` must be empty,
+    so that the greedy path stops writing after the last field read.
 
     The grammar then allows the same tokens as before at every position up to that property's
     string, so no field read is changed.
@@ -337,8 +360,10 @@ class _Span:
 
 
 def string_spans(text: str) -> dict[str, _Span]:
-    """Where each string value of the JSON ``text`` lies, by dotted path (a truncated text
-    gives the values before the cut)."""
+    """Where each string value of the JSON ``text`` lies, by dotted path.
+
+    A truncated text gives the values before the cut.
+    """
     out: dict[str, _Span] = {}
     try:
         _scan(text, 0, "", out)
@@ -406,8 +431,11 @@ class _Walk:
         return out
 
     def _follows(self, rest: bytes) -> bool:
-        """Whether the grammar allows ``rest`` right after a value's closing quote (spaces,
-        then the structure's next character, then anything: not checked further)."""
+        """Whether the grammar allows ``rest`` right after a value's closing quote.
+
+        That is spaces, then the structure's next character, then anything (not checked
+        further).
+        """
         rest = rest.lstrip(GRAMMAR_SPACE)
         return not rest or rest.startswith(self.follower)
 
@@ -435,9 +463,11 @@ class _Walk:
 
 
 def _check_on_path(source: TokenSource, field_name: str, root: Node, written: Token) -> None:
-    """The greedy reply wrote the most probable allowed token at the field's first position;
-    a source that reads that position after other text (a server that starts a new turn
-    instead of continuing the reply) would not agree, and its numbers would be wrong."""
+    """The greedy reply wrote the most probable allowed token at the field's first position.
+
+    a source that reads that position after other text (a server that starts a new turn instead of
+    continuing the reply) would not agree, and its numbers would be wrong.
+    """
     best = max(root.branches, key=lambda b: b.logprob)
     mine = next((b for b in root.branches if b.token.text == written.text), None)
     if mine is None or mine.logprob < best.logprob - PATH_TOLERANCE:

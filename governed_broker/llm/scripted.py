@@ -87,6 +87,7 @@ class ScriptedBackend(LLMBackend):
         )
 
     async def achat(self, request: LLMRequest) -> LLMResponse:
+        """The first scripted reply whose pattern matches the prompt."""
         start = time.perf_counter()
         if self.keep_calls:
             self.calls.append(request)

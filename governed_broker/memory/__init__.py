@@ -1,5 +1,7 @@
-"""Human-centric memory (SPEC 3): engine, working/episodic/semantic/procedural stores,
-consolidation, fidelity, metacognition, Markdown export and the household adapter.
+"""Human-centric memory (docs/memory.md).
+
+Engine, working/episodic/semantic/procedural stores, consolidation, fidelity, metacognition,
+Markdown export. The flood world's household adapter is ``governed_broker.sim.household_memory``.
 
 Heavy optional dependencies (FAISS, sentence-transformers, ollama) are imported only when
 the corresponding class is constructed.
@@ -21,7 +23,6 @@ from governed_broker.memory.engine import (
 )
 from governed_broker.memory.episodic import Episode, EpisodicStore, SearchHit
 from governed_broker.memory.export import export_markdown, render_markdown
-from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
 from governed_broker.memory.item import FIDELITY_LEVELS, MemoryItem, fidelity_for_age
 from governed_broker.memory.metacognition import MetacognitiveRecord, StrategyRecord
 from governed_broker.memory.procedural import Heuristic, ProceduralMemory
@@ -37,7 +38,6 @@ __all__ = [
     "Episode",
     "EpisodicStore",
     "Heuristic",
-    "HouseholdMemory",
     "HumanCentricMemoryEngine",
     "MemoryEngine",
     "MemoryItem",
@@ -45,7 +45,6 @@ __all__ = [
     "MiniLMEmbedder",
     "OllamaEmbedder",
     "ProceduralMemory",
-    "RunMemoryWriter",
     "SearchHit",
     "SemanticMemory",
     "StrategyRecord",

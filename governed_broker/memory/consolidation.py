@@ -1,5 +1,7 @@
-"""Year-end consolidation (seeds 000/001/002): working -> episodic -> semantic / procedural,
-then pruning."""
+"""Year-end consolidation (seeds 000/001/002).
+
+Working -> episodic -> semantic / procedural, then pruning.
+"""
 
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ def consolidate(
 ) -> ConsolidationReport:
     """Run the year-end process for one agent.
 
-    1. ``engine.end_year(year)``: working memory -> long-term (seeded, SPEC 3.1);
+    1. ``engine.end_year(year)``: working memory -> long-term (seeded, docs/memory.md);
     2. every item created since the last consolidation (kept, forgotten or evicted; insights
        too) is written to the episodic ``store`` with ``context.long_term`` telling its fate;
     3. facts the items carry in ``metadata["facts"]`` (``[source, relation, target]``) enter

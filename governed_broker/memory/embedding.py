@@ -1,4 +1,4 @@
-"""Text embeddings behind one small interface (SPEC 3.2 "Embeddings").
+"""Text embeddings behind one small interface (docs/memory.md "Episodic store and embeddings").
 
 Three implementations, chosen by name with ``make_embedder``:
 
@@ -33,7 +33,9 @@ class Embedder(Protocol):
     name: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text (rows of a float array)."""
+        ...
 
 
 class EmbedderUnavailable(RuntimeError):

@@ -1,4 +1,7 @@
-"""Keyword encoding of memories: emotion and source categories and their weights (SPEC 3.1)."""
+"""Keyword encoding of memories: emotion and source categories and their weights.
+
+See docs/memory.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The human-centric memory engine (SPEC 3.1, seed 003) and its window-only ablation variant.
+"""The human-centric memory engine (docs/memory.md, seed 003) and its window-only ablation variant.
 
 Encoding: ``importance = W_emotion * W_source`` from keyword categories (or explicit).
 Retrieval score: ``S(m, t) = importance * exp(-decay_rate * (1 - 0.5 * W_emotion) * (t - year))``.
@@ -27,8 +27,6 @@ from governed_broker.memory.item import MEMORY_KINDS, MemoryItem, fidelity_for_a
 from governed_broker.memory.protocol import MemoryEngine
 from governed_broker.memory.working import WorkingMemory
 
-_DEFAULTS = MemoryParams()
-
 
 def _weights(cats: Mapping[str, Any]) -> dict[str, float]:
     return {k: v.weight for k, v in cats.items()}
@@ -39,87 +37,45 @@ def _keywords(cats: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 class HumanCentricMemoryEngine:
-    """One agent's memory: working memory, long-term memory, insights (SPEC 3.1).
+    """One agent's memory: working memory, long-term memory, insights (docs/memory.md).
 
     Args:
-        window_size: Working-memory capacity (items of the current year).
-        top_k_significant: Long-term non-insight items returned by ``retrieve``.
-        top_k_insights: Insights returned by ``retrieve``.
-        decay_rate: Base forgetting rate lambda (per year).
-        consolidation_threshold: Importance from which working items are always kept.
-        consolidation_prob: Keep probability scale for less important items.
-        min_score: Long-term items scoring below this are not retrieved.
-        insight_importance: Importance of insights.
-        importance_boost: ``W_emotion`` of insights.
-        emotion_weights: Emotion category -> weight (default: SPEC 3.1 table).
-        source_weights: Source category -> weight.
-        keywords: Category -> words (emotion and source categories share this mapping, so
-            category names must be unique across the two kinds).
+        params: The ``memory:`` section (``config.memory.MemoryParams``, after
+            ``memory.overrides``; default: docs/memory.md's values). Its emotion and source
+            categories share one keyword table, so their names must differ.
         rng: The agent's seeded ``numpy.random.Generator`` (needed by consolidation).
         agent_id: Owner id written into every item.
-        default_emotion: Emotion category when no keyword matches.
-        default_source: Source category when no keyword matches.
-        fidelity_detailed_years: Age up to which memories are recalled in detail.
-        fidelity_summary_years: Age up to which they are recalled as a summary (then gist).
+
+    Raises:
+        ValueError: A category name is both an emotion and a source.
     """
 
     variant = "humancentric"
 
-    def __init__(
-        self,
-        *,
-        window_size: int = 5,
-        top_k_significant: int = 2,
-        top_k_insights: int = 3,
-        decay_rate: float = 0.1,
-        consolidation_threshold: float = 0.6,
-        consolidation_prob: float = 0.7,
-        min_score: float = 0.1,
-        insight_importance: float = 10.0,
-        importance_boost: float = 0.9,
-        emotion_weights: Mapping[str, float] | None = None,
-        source_weights: Mapping[str, float] | None = None,
-        keywords: Mapping[str, Sequence[str]] | None = None,
-        rng: np.random.Generator | None = None,
-        agent_id: str | int = "",
-        default_emotion: str = "routine",
-        default_source: str = "general",
-        fidelity_detailed_years: float = 1.0,
-        fidelity_summary_years: float = 3.0,
-    ) -> None:
-        self._check(window_size, top_k_significant, top_k_insights, decay_rate,
-                    consolidation_threshold, consolidation_prob, min_score, importance_boost)
-        self.window_size = int(window_size)
-        self.top_k_significant = int(top_k_significant)
-        self.top_k_insights = int(top_k_insights)
-        self.decay_rate = float(decay_rate)
-        self.consolidation_threshold = float(consolidation_threshold)
-        self.consolidation_prob = float(consolidation_prob)
-        self.min_score = float(min_score)
-        self.insight_importance = float(insight_importance)
-        self.importance_boost = float(importance_boost)
-        self.fidelity_detailed_years = float(fidelity_detailed_years)
-        self.fidelity_summary_years = float(fidelity_summary_years)
+    def __init__(self, params: MemoryParams | None = None, *,
+                 rng: np.random.Generator | None = None, agent_id: str | int = "") -> None:
+        self.memory_params = params = params if params is not None else MemoryParams()
+        self.window_size = params.window_size
+        self.top_k_significant = params.top_k_significant
+        self.top_k_insights = params.top_k_insights
+        self.decay_rate = params.decay_rate
+        self.consolidation_threshold = params.consolidation_threshold
+        self.consolidation_prob = params.consolidation_prob
+        self.min_score = params.min_score
+        self.insight_importance = params.insight_importance
+        self.importance_boost = params.importance_boost
+        self.fidelity_detailed_years = params.fidelity_detailed_years
+        self.fidelity_summary_years = params.fidelity_summary_years
         self.agent_id = str(agent_id)
         self.rng = rng
-        ew = dict(emotion_weights) if emotion_weights is not None else _weights(
-            _DEFAULTS.emotion_categories)
-        sw = dict(source_weights) if source_weights is not None else _weights(
-            _DEFAULTS.source_categories)
-        if keywords is None:
-            keywords = {**_keywords(_DEFAULTS.emotion_categories),
-                        **_keywords(_DEFAULTS.source_categories)}
-        clash = sorted(set(ew) & set(sw))
+        emotions, sources = params.emotion_categories, params.source_categories
+        clash = sorted(set(emotions) & set(sources))
         if clash:
             raise ValueError(f"category names used for both emotion and source: {clash}")
-        unknown = sorted(set(keywords) - set(ew) - set(sw))
-        if unknown:
-            raise ValueError(f"keywords for unknown categories {unknown}")
-        self.keywords = {k: list(v) for k, v in keywords.items()}
-        self._emotion = CategoryTable.build(
-            ew, {k: v for k, v in keywords.items() if k in ew}, default_emotion)
-        self._source = CategoryTable.build(
-            sw, {k: v for k, v in keywords.items() if k in sw}, default_source)
+        self._emotion = CategoryTable.build(_weights(emotions), _keywords(emotions),
+                                            params.default_emotion)
+        self._source = CategoryTable.build(_weights(sources), _keywords(sources),
+                                           params.default_source)
         self._working = WorkingMemory(self.window_size, ttl_years=1.0)
         self._long: list[MemoryItem] = []
         self._new: list[MemoryItem] = []
@@ -137,26 +93,6 @@ class HumanCentricMemoryEngine:
         # (fidelity_for_age is monotone in age) until it is retrieved again.
         self._fresh: list[int] | None = None
         self._refreshed_year: float | None = None
-
-    @staticmethod
-    def _check(window, k_sig, k_ins, decay, thr, prob, min_score, boost) -> None:
-        problems = []
-        if int(window) < 1:
-            problems.append(f"window_size must be >= 1, got {window}")
-        if int(k_sig) < 0 or int(k_ins) < 0:
-            problems.append(f"top_k values must be >= 0, got {k_sig}, {k_ins}")
-        if decay < 0:
-            problems.append(f"decay_rate must be >= 0, got {decay}")
-        if not thr > 0:
-            problems.append(f"consolidation_threshold must be > 0, got {thr}")
-        if not 0 <= prob <= 1:
-            problems.append(f"consolidation_prob must be in [0, 1], got {prob}")
-        if min_score < 0:
-            problems.append(f"min_score must be >= 0, got {min_score}")
-        if not 0 <= boost <= 1:
-            problems.append(f"importance_boost must be in [0, 1], got {boost}")
-        if problems:
-            raise ValueError("; ".join(problems))
 
     # ----------------------------------------------------------------------------- building
     @classmethod
@@ -185,7 +121,7 @@ class HumanCentricMemoryEngine:
             params = MemoryParams.model_validate(dict(params))
         if overrides:
             params = params.with_overrides(overrides)
-        return cls(**engine_kwargs(params), rng=rng, agent_id=agent_id)
+        return cls(params, rng=rng, agent_id=agent_id)
 
     # ----------------------------------------------------------------------------- encoding
     def classify(self, content: str) -> tuple[str, str]:
@@ -232,8 +168,9 @@ class HumanCentricMemoryEngine:
         sources: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
     ) -> MemoryItem:
-        """Store a reflection insight directly in long-term memory, decaying with
-        ``W_emotion = importance_boost``; it never takes a working slot.
+        """Store a reflection insight directly in long-term memory.
+
+        Decaying with ``W_emotion = importance_boost``; it never takes a working slot.
 
         Its importance is ``importance`` if given, else ``insight_importance * salience``:
         a lesson drawn from a flood (salience 1) keeps the full weight, one from a quiet year
@@ -302,8 +239,10 @@ class HumanCentricMemoryEngine:
         return self._arrays
 
     def long_term_scores(self, year: float) -> np.ndarray:
-        """Scores of all long-term items at ``year`` (vectorised; same order as
-        ``long_term()``)."""
+        """Scores of all long-term items at ``year``.
+
+        Vectorised; same order as ``long_term()``.
+        """
         imp, yr, lam, _ = self._long_arrays()
         return imp * np.exp(-lam * (year - yr))
 
@@ -425,36 +364,21 @@ class HumanCentricMemoryEngine:
         return [m for m in self._long if m.kind == "insight"]
 
     def drain_new(self) -> list[MemoryItem]:
-        """Items created since the last call (also those since evicted or forgotten), for the
-        authoritative episodic store."""
+        """Items created since the last call (also those since evicted or forgotten).
+
+        For the authoritative episodic store.
+        """
         out, self._new = self._new, []
         self._dirty = self._dirty or bool(out)
         return out
 
     # ----------------------------------------------------------------------------- state
-    def params(self) -> dict[str, Any]:
-        """Constructor keyword arguments (without ``rng``), JSON-serialisable."""
-        return {
-            "window_size": self.window_size, "top_k_significant": self.top_k_significant,
-            "top_k_insights": self.top_k_insights, "decay_rate": self.decay_rate,
-            "consolidation_threshold": self.consolidation_threshold,
-            "consolidation_prob": self.consolidation_prob, "min_score": self.min_score,
-            "insight_importance": self.insight_importance,
-            "importance_boost": self.importance_boost,
-            "emotion_weights": dict(self._emotion.weights),
-            "source_weights": dict(self._source.weights),
-            "keywords": {k: list(v) for k, v in self.keywords.items()},
-            "agent_id": self.agent_id, "default_emotion": self._emotion.default,
-            "default_source": self._source.default,
-            "fidelity_detailed_years": self.fidelity_detailed_years,
-            "fidelity_summary_years": self.fidelity_summary_years,
-        }
-
     def state(self) -> dict[str, Any]:
         """The whole engine as a JSON-serialisable dict (checkpoints; no pickle)."""
         return {
             "variant": self.variant,
-            "params": self.params(),
+            "params": self.memory_params.model_dump(mode="json"),
+            "agent_id": self.agent_id,
             "next_id": self._next_id,
             "working": [m.to_dict() for m in self._working.items()],
             "long_term": [m.to_dict() for m in self._long],
@@ -474,7 +398,8 @@ class HumanCentricMemoryEngine:
         if state.get("rng") is not None:
             rng = np.random.Generator(np.random.PCG64())
             rng.bit_generator.state = state["rng"]
-        engine = klass(**state["params"], rng=rng)
+        params, agent_id = _params_of(state)
+        engine = klass(params, rng=rng, agent_id=agent_id)
         engine._next_id = int(state["next_id"])
         engine._working.extend(MemoryItem.from_dict(d) for d in state["working"])
         engine._long = [MemoryItem.from_dict(d) for d in state["long_term"]]
@@ -485,8 +410,9 @@ class HumanCentricMemoryEngine:
 
     # ----------------------------------------------------------------------------- changes
     def changes(self) -> dict[str, Any] | None:
-        """What changed since the last call (or since the engine was built or restored), as
-        a JSON-serialisable dict; None when nothing did.
+        """What changed since the last call (or since the engine was built or restored).
+
+        As a JSON-serialisable dict; None when nothing did.
 
         Checkpoints append it to their memory log: it holds the long-term items added, the
         fields that change after an item is formed (``access_count``, ``last_access_year``,
@@ -574,23 +500,22 @@ def _memory_section(path: Path) -> MemoryParams:
         raise ConfigError(f"{path}: memory: {exc}") from exc
 
 
-def engine_kwargs(params: MemoryParams) -> dict[str, Any]:
-    """Constructor keyword arguments of the engines from a ``MemoryParams``."""
-    return {
-        "window_size": params.window_size, "top_k_significant": params.top_k_significant,
-        "top_k_insights": params.top_k_insights, "decay_rate": params.decay_rate,
-        "consolidation_threshold": params.consolidation_threshold,
-        "consolidation_prob": params.consolidation_prob, "min_score": params.min_score,
-        "insight_importance": params.insight_importance,
-        "importance_boost": params.importance_boost,
-        "emotion_weights": _weights(params.emotion_categories),
-        "source_weights": _weights(params.source_categories),
-        "keywords": {**_keywords(params.emotion_categories),
-                     **_keywords(params.source_categories)},
-        "default_emotion": params.default_emotion, "default_source": params.default_source,
-        "fidelity_detailed_years": params.fidelity_detailed_years,
-        "fidelity_summary_years": params.fidelity_summary_years,
-    }
+def _params_of(state: Mapping[str, Any]) -> tuple[MemoryParams, str]:
+    """The parameters and owner of an engine's ``state()``.
+
+    A state written before the parameters were kept whole (constructor keywords: weights and
+    keywords apart) is read too.
+    """
+    params = dict(state["params"])
+    if "emotion_weights" not in params:
+        return MemoryParams.model_validate(params), str(state.get("agent_id", ""))
+    keywords = params.pop("keywords")
+    for kind in ("emotion", "source"):
+        weights = params.pop(f"{kind}_weights")
+        params[f"{kind}_categories"] = {name: {"weight": w, "keywords": keywords.get(name, [])}
+                                       for name, w in weights.items()}
+    agent_id = str(params.pop("agent_id", ""))
+    return MemoryParams.model_validate(params), agent_id
 
 
 def engine_class(name: str) -> type[MemoryEngine]:
@@ -613,19 +538,22 @@ def make_engine(
 ) -> MemoryEngine | None:
     """The engine an experiment asks for (a ``MEMORY_ENGINES`` class), or None (``none``).
 
-    The class is built as ``klass(**engine_kwargs(params), rng=rng, agent_id=agent_id)`` with
-    ``params`` (default: ``MemoryParams()``) after ``config.overrides``.
+    The class is built as ``klass(params, rng=rng, agent_id=agent_id)`` with ``params``
+    (default: ``MemoryParams()``) after ``config.overrides``.
     """
     if config.engine == NO_MEMORY:
         return None
     params = (params or MemoryParams()).with_overrides(config.overrides)
     klass = engine_class(config.engine)
-    return klass(**engine_kwargs(params), rng=rng, agent_id=agent_id)
+    return klass(params, rng=rng, agent_id=agent_id)
 
 
 def restore_engine(state: Mapping[str, Any]) -> MemoryEngine:
-    """Rebuild an engine from its ``state()``: ``from_state`` of the class registered under
-    the recorded ``variant`` (default ``humancentric``, states from before variants)."""
+    """Rebuild an engine from its ``state()``.
+
+    ``from_state`` of the class registered under the recorded ``variant`` (default ``humancentric``,
+    states from before variants).
+    """
     variant = state.get("variant", "humancentric")
     if variant not in MEMORY_ENGINES:
         raise ValueError(f"unknown memory engine variant {variant!r} in state")

@@ -198,8 +198,11 @@ class EpisodicStore:
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[EpisodicStore]:
-        """Make every ``add_many`` inside one transaction, committed at the end (rolled back
-        if the block fails): a year's consolidation of every household writes once."""
+        """Make every ``add_many`` inside one transaction.
+
+        Committed at the end (rolled back if the block fails): a year's consolidation of every
+        household writes once.
+        """
         if self._batching:
             yield self
             return
@@ -223,8 +226,10 @@ class EpisodicStore:
         self._conn.close()
 
     def abandon(self) -> None:
-        """Close the database without committing what is pending (a failed run: resuming
-        starts from its last checkpoint)."""
+        """Close the database without committing what is pending.
+
+        A failed run: resuming starts from its last checkpoint.
+        """
         self._conn.rollback()
         self._conn.close()
 

@@ -1,4 +1,4 @@
-"""The memory item shared by every store (SPEC 3.1) and its fidelity levels (seed 002)."""
+"""The memory item shared by every store (docs/memory.md) and its fidelity levels (seed 002)."""
 
 from __future__ import annotations
 
@@ -72,8 +72,11 @@ class MemoryItem:
         return cls(**data)
 
     def to_row(self) -> list[Any]:
-        """The fields as a list in ``ITEM_FIELDS`` order (checkpoint logs: compact, and no
-        deep copy; ``metadata`` is the item's own dict, to be serialised at once)."""
+        """The fields as a list in ``ITEM_FIELDS`` order.
+
+        Checkpoint logs: compact, and no deep copy; ``metadata`` is the item's own dict, to be
+        serialised at once.
+        """
         return [self.id, self.agent_id, self.year, self.content, self.emotion, self.source,
                 self.importance, self.kind, self.metadata, self.access_count,
                 self.last_access_year, self.fidelity, self.w_emotion]
@@ -105,7 +108,7 @@ def _cut_words(text: str, n: int) -> str:
 
 
 def fidelity_for_age(age_years: float, detailed_years: float, summary_years: float) -> str:
-    """Fidelity level of a memory of a given age (seed 002 ladder, SPEC 3.2).
+    """Fidelity level of a memory of a given age (seed 002 ladder, docs/memory.md).
 
     ``detailed`` while ``age <= detailed_years``, ``summary`` while ``age <= summary_years``,
     else ``gist``.

@@ -89,8 +89,11 @@ class MetacognitiveRecord:
         return rec
 
     def changes(self) -> list[list[Any]] | None:
-        """The records changed since the last call, each as its field values in order
-        (None: no change); for checkpoint logs, replayed by ``apply_changes``."""
+        """The records changed since the last call.
+
+        Each as its field values in order (None: no change); for checkpoint logs, replayed by
+        ``apply_changes``.
+        """
         if not self._changed:
             return None
         out = [[getattr(self._rows[a], f) for f in _FIELDS] for a in sorted(self._changed)]

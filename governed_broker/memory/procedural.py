@@ -138,9 +138,11 @@ class ProceduralMemory:
         return mem
 
     def changes(self) -> list[list[Any]] | None:
-        """The (situation, action) pairs changed since the last call, as
-        ``[key, trials, successes, heuristic fields or None]`` (None: no change); for
-        checkpoint logs, replayed by ``apply_changes``."""
+        """The (situation, action) pairs changed since the last call.
+
+        As ``[key, trials, successes, heuristic fields or None]`` (None: no change); for checkpoint
+        logs, replayed by ``apply_changes``.
+        """
         if not self._changed:
             return None
         out = []

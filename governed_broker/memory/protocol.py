@@ -20,9 +20,8 @@ class MemoryEngine(Protocol):
     """One household's memory engine.
 
     Construction: ``make_engine`` builds the class registered under ``memory.engine`` as
-    ``klass(**engine_kwargs(params), rng=rng, agent_id=agent_id)``: every parameter of the
-    ``memory:`` section (after ``memory.overrides``) as a keyword argument (see
-    ``governed_broker.memory.engine.engine_kwargs``), the household's seeded
+    ``klass(params, rng=rng, agent_id=agent_id)``: the ``memory:`` section (after
+    ``memory.overrides``) whole, a ``config.memory.MemoryParams``, the household's seeded
     ``numpy.random.Generator`` (``child_rng(seed, "agent", agent_id, "memory")``) and its id.
     A checkpoint is restored with ``klass.from_state(engine.state())``, ``klass`` looked up by
     ``state["variant"]`` (so ``variant`` must be the engine's ``MEMORY_ENGINES`` name). An
@@ -65,9 +64,11 @@ class MemoryEngine(Protocol):
 
     def add_insight(self, content: str, year: float, *, salience: float = 1.0,
                     sources: Sequence[str] = ()) -> MemoryItem:
-        """Store a reflection insight and return it: importance ``insight_importance`` times
-        ``salience`` (the highest importance among the memories ``sources`` it was drawn
-        from)."""
+        """Store a reflection insight and return it.
+
+        Importance ``insight_importance`` times ``salience`` (the highest importance among the
+        memories ``sources`` it was drawn from).
+        """
         ...
 
     def retrieve(self, year: float) -> list[MemoryItem]:

@@ -142,8 +142,10 @@ class SemanticMemory:
         return dict(self.graph.nodes[key], id=key) if key in self.graph else None
 
     def related(self, name: str, relation: str | None = None, depth: int = 1) -> list[str]:
-        """Concepts reachable along outgoing edges (of one relation type) within ``depth``
-        steps, breadth-first, nearest first (alphabetical within a step)."""
+        """Concepts reachable along outgoing edges (of one relation type) within ``depth`` steps.
+
+        Breadth-first, nearest first (alphabetical within a step).
+        """
         start = _key(name)
         if start not in self.graph:
             return []
@@ -161,8 +163,10 @@ class SemanticMemory:
         return out
 
     def shortest_path(self, a: str, b: str) -> list[str] | None:
-        """Shortest chain of concepts connecting ``a`` and ``b`` (edges in either direction),
-        or None when unconnected or unknown."""
+        """Shortest chain of concepts connecting ``a`` and ``b`` (edges in either direction).
+
+        Or None when unconnected or unknown.
+        """
         a, b = _key(a), _key(b)
         if a not in self.graph or b not in self.graph:
             return None
@@ -187,8 +191,10 @@ class SemanticMemory:
         return props
 
     def facts(self, name: str | None = None) -> list[str]:
-        """Relations as plain sentences (``flood insurance pays for flood damage``), of one
-        concept (as source or target) or all, sorted."""
+        """Relations as plain sentences (``flood insurance pays for flood damage``).
+
+        Of one concept (as source or target) or all, sorted.
+        """
         key = None if name is None else _key(name)
         out = []
         for s, t, d in self.graph.edges(data=True):
@@ -221,9 +227,11 @@ class SemanticMemory:
         self._learned_since = []
 
     def changes(self) -> list[list[Any]] | None:
-        """Facts learned since the last call, in the order learned, as
-        ``[source, relation, target, year, evidence]`` (None: none); for checkpoint logs,
-        replayed by ``apply_changes``."""
+        """Facts learned since the last call, in the order learned.
+
+        As ``[source, relation, target, year, evidence]`` (None: none); for checkpoint logs,
+        replayed by ``apply_changes``.
+        """
         if not self._learned_since:
             return None
         out, self._learned_since = self._learned_since, []
@@ -238,6 +246,8 @@ class SemanticMemory:
 
 @functools.lru_cache(maxsize=8)
 def _parsed(path: Path, mtime_ns: int, size: int) -> SemanticMemory:
-    """The parsed concepts file of this version (``SemanticMemory.from_yaml``; never handed out
-    itself, only copies)."""
+    """The parsed concepts file of this version.
+
+    ``SemanticMemory.from_yaml``; never handed out itself, only copies.
+    """
     return SemanticMemory._parse(path)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any
 
+from governed_broker.config.knowledge import ExpansionPrompts
 from governed_broker.llm.base import LLMBackend, LLMRequest
-from governed_broker.rag.topics import ExpansionPrompts
 from governed_broker.seeding import child_seed
 
 #: Longest accepted MQE query / HyDE passage (characters); longer replies are truncated.

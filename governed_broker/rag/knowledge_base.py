@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from governed_broker.config.base import ConfigError
+from governed_broker.config.knowledge import Topic, TopicsFile, load_topics
 from governed_broker.contracts.decision import HouseholdSituation
 from governed_broker.llm.base import LLMBackend
 from governed_broker.rag.chunking import Chunk, load_chunks
 from governed_broker.rag.expansion import Expansion, QueryExpander
 from governed_broker.rag.fusion import reciprocal_rank_fusion
-from governed_broker.rag.topics import Topic, TopicsFile, load_topics
 
 if TYPE_CHECKING:  # pragma: no cover
     from governed_broker.config.broker import RAGConfig
@@ -38,7 +38,9 @@ class EmbedderLike(Protocol):
     name: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text (rows of a float array)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -266,10 +268,6 @@ class KnowledgeBase:
         """Chunks for a free-text query, best first."""
         return list(self.retrieve(query, top_k).chunks)
 
-    async def asearch(self, query: str, top_k: int | None = None) -> list[Chunk]:
-        """Async ``search``."""
-        return list((await self.aretrieve(query, top_k)).chunks)
-
     # ------------------------------------------------------------------ situations
     def _fired(self, situation: HouseholdSituation) -> list[Topic]:
         if self.topics is None:
@@ -278,10 +276,6 @@ class KnowledgeBase:
                 f"add {TOPICS_FILE_NAME} to the knowledge directory or set rag.topics_file"
             )
         return self.topics.matching(situation)
-
-    def topics_for(self, situation: HouseholdSituation) -> list[str]:
-        """Ids of the policy topics the situation touches (file order)."""
-        return [t.id for t in self._fired(situation)]
 
     def _combine(
         self, fired: Sequence[Topic], queries: Sequence[str], expansions: Sequence[Expansion]

@@ -22,11 +22,17 @@ from governed_broker.rag.knowledge_base import KnowledgeBase
 class MemoryEngineLike(Protocol):
     """What ``MemoryTool`` needs of a memory engine (e.g. ``HumanCentricMemoryEngine``)."""
 
-    def add(self, *args: Any, **kwargs: Any) -> Any: ...
+    def add(self, *args: Any, **kwargs: Any) -> Any:
+        """Store a memory."""
+        ...
 
-    def retrieve(self, *args: Any, **kwargs: Any) -> Any: ...
+    def retrieve(self, *args: Any, **kwargs: Any) -> Any:
+        """Retrieve memories."""
+        ...
 
-    def items(self, *args: Any, **kwargs: Any) -> Any: ...
+    def items(self, *args: Any, **kwargs: Any) -> Any:
+        """Every memory held."""
+        ...
 
 
 def json_safe(value: Any) -> Any:
@@ -145,18 +151,6 @@ class RAGTool(_Tool):
             return _error(action, parsed)
         return self._reply(action, args, self.kb.retrieve(*parsed))
 
-    async def arun(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Async ``run`` (needed inside an event loop when MQE/HyDE are on)."""
-        checked = self._check(params)
-        if isinstance(checked, dict):
-            return checked
-        action, args = checked
-        if action != "search":
-            return self._reply(action, args)
-        parsed = self._search_args(args)
-        if isinstance(parsed, str):
-            return _error(action, parsed)
-        return self._reply(action, args, await self.kb.aretrieve(*parsed))
 
 
 class MemoryTool(_Tool):

@@ -1,5 +1,7 @@
-"""The Mesa flood world (SPEC section 2). The decision interface it uses lives in
-``governed_broker.contracts.decision``."""
+"""The Mesa flood world (docs/ARCHITECTURE.md "Yearly loop").
+
+The decision interface it uses lives in ``governed_broker.contracts.decision``.
+"""
 
 from governed_broker.sim.agents import HouseholdAgent
 from governed_broker.sim.baseline import BaselineDecisionMaker

@@ -10,7 +10,7 @@ from typing import Any
 
 import mesa
 
-from governed_broker.memory.household import HouseholdMemory
+from governed_broker.sim.household_memory import HouseholdMemory
 
 
 class HouseholdAgent(mesa.Agent):

@@ -77,9 +77,12 @@ class BaselineDecisionMaker:
         self._disposition: dict[int, float] = {}
 
     def disposition(self, agent_ids: Sequence[int]) -> np.ndarray:
-        """Each household's fixed perception factor, ``exp(perception_sigma * z)`` with one
-        standard normal ``z`` per household from ``child_rng(seed, "baseline", "perception",
-        agent_id)`` (the same every year and after a resume)."""
+        """Each household's fixed perception factor.
+
+        ``exp(perception_sigma * z)`` with one standard normal ``z`` per household from
+        ``child_rng(seed, "baseline", "perception", agent_id)`` (the same every year and after a
+        resume).
+        """
         missing = [a for a in agent_ids if a not in self._disposition]
         for agent_id in missing:
             z = child_rng(self.seed, "baseline", "perception", agent_id).standard_normal()
@@ -90,8 +93,10 @@ class BaselineDecisionMaker:
         self, flood_probability: np.ndarray, years_since_flood: np.ndarray,
         disposition: np.ndarray | float = 1.0,
     ) -> np.ndarray:
-        """DYNAMO/GEB perceived annual flood probability (NaN years: never flooded), times the
-        household's perception factor."""
+        """DYNAMO/GEB perceived annual flood probability (NaN years: never flooded).
+
+        Times the household's perception factor.
+        """
         p = self.params
         beta = np.where(
             np.isnan(years_since_flood),
@@ -117,8 +122,8 @@ class BaselineDecisionMaker:
         insured = np.fromiter((s.insured for s in situations), bool, n)
         pick = operator.itemgetter(*acts)
         cost = np.array([pick(s.action_costs_usd) for s in situations], dtype=float)
-        loss = np.array([pick(s.extra["loss_if_flood_usd"]) for s in situations], dtype=float)
-        premium = np.array([pick(s.extra["premium_usd"]) for s in situations], dtype=float)
+        loss = np.array([pick(s.facts.loss_if_flood_usd) for s in situations], dtype=float)
+        premium = np.array([pick(s.facts.premium_usd) for s in situations], dtype=float)
         affordable = np.array([pick(s.affordable) for s in situations], dtype=bool)
         allowed = np.array([[a in s.allowed_actions for a in acts] for s in situations],
                            dtype=bool)
@@ -128,7 +133,7 @@ class BaselineDecisionMaker:
                                             self.disposition([s.agent_id for s in situations]))
         threat = 1.0 - np.exp(-p_perc * loss[:, self.default]
                               / (self.params.threat_income_scale * np.maximum(income, 1.0)))
-        room = np.fromiter((s.extra["spending_room_usd"] for s in situations), float, n)
+        room = np.fromiter((s.facts.spending_room_usd for s in situations), float, n)
         coping = self._coping(cost, room, allowed)
         choice = self._choose(cost, premium, loss, ok, wealth, p_perc, threat, coping, insured,
                               situations[0].year)
@@ -167,9 +172,11 @@ class BaselineDecisionMaker:
 
     def _value(self, annual_cost: np.ndarray, loss: np.ndarray, wealth: np.ndarray,
                p_perc: np.ndarray) -> np.ndarray:
-        """Each action's value (households x actions) under ``params.utility``: the expected
-        log utility of wealth, or the prospect value of the action's losses
-        (``config.world.ProspectParams``)."""
+        """Each action's value (households x actions) under ``params.utility``.
+
+        The expected log utility of wealth, or the prospect value of the action's losses
+        (``config.world.ProspectParams``).
+        """
         p = p_perc[:, None]
         if self.params.utility == "prospect":
             pt = self.params.prospect

@@ -78,8 +78,10 @@ class OptionBatch:
 
     @cached_property
     def premium_usd(self) -> np.ndarray:
-        """Annual premium of a policy for next year on the home as it stands (dollars); with
-        risk-based pricing rated on the expected payout of a typical flood of the zone."""
+        """Annual premium of a policy for next year on the home as it stands (dollars).
+
+        With risk-based pricing rated on the expected payout of a typical flood of the zone.
+        """
         ins = self.config.insurance
         expected = self.expected_payout_usd if ins.pricing == "risk_based" else None
         return money.premium_usd(ins, self.structure_value_usd, self.contents_value_usd,
@@ -87,8 +89,11 @@ class OptionBatch:
 
     @cached_property
     def expected_payout_usd(self) -> np.ndarray:
-        """Expected annual payout of a policy on the home as it stands (dollars): the annual
-        chance of a flood times what the policy would pay for a typical flood of the zone."""
+        """Expected annual payout of a policy on the home as it stands (dollars).
+
+        The annual chance of a flood times what the policy would pay for a typical flood of the
+        zone.
+        """
         d_s, d_c = damages_usd(self.damage_table, np.maximum(0.0, self.depth_here_m),
                                self.structure_value_usd, self.contents_value_usd)
         return self.flood_probability * money.payout_usd(
@@ -100,17 +105,21 @@ class OptionBatch:
         return self.typical_depth_m - np.where(self.elevated, self.config.elevation.height_m, 0.0)
 
     def with_protection(self, traits: EffectTraits) -> OptionBatch:
-        """The batch with an effect's protection in place for next year: elevated if it
-        elevates (or the home already is), insured by its own policy exactly when it insures
-        (which ends a certificate)."""
+        """The batch with an effect's protection in place for next year.
+
+        Elevated if it elevates (or the home already is), insured by its own policy exactly when it
+        insures (which ends a certificate).
+        """
         return dataclasses.replace(self, elevated=self.elevated | traits.elevates,
                                    insured=traits.insures,
                                    certificate=self.certificate & (not traits.insures))
 
     def loss_usd(self, depth_m: np.ndarray, insured: np.ndarray | bool,
                  certificate: np.ndarray | bool = False) -> np.ndarray:
-        """Out-of-pocket loss of a flood of ``depth_m`` (metres; negatives mean dry), insured
-        by an own policy or, up to its coverage, by an aid certificate."""
+        """Out-of-pocket loss of a flood of ``depth_m`` (metres; negatives mean dry).
+
+        Insured by an own policy or, up to its coverage, by an aid certificate.
+        """
         d_s, d_c = damages_usd(self.damage_table, np.maximum(0.0, depth_m),
                                self.structure_value_usd, self.contents_value_usd)
         own = np.broadcast_to(insured, self.owner.shape)
@@ -133,11 +142,13 @@ class OptionBatch:
         return d_s + d_c
 
     def buyout_cost_usd(self) -> np.ndarray:
-        """Out-of-pocket cost of accepting the buyout (dollars): the owner's moving cost plus
-        the home's value today, less the price. The price pays for the home, and what it pays
-        above the home's value today (the unrepaired damage it makes good, at a pre-flood price)
-        goes towards the move; a price below today's value is a loss, as a relocation's
-        unpaid share is (``relocation.buyout_share``)."""
+        """Out-of-pocket cost of accepting the buyout (dollars).
+
+        The owner's moving cost plus the home's value today, less the price. The price pays for the
+        home, and what it pays above the home's value today (the unrepaired damage it makes good, at
+        a pre-flood price) goes towards the move; a price below today's value is a loss, as a
+        relocation's unpaid share is (``relocation.buyout_share``).
+        """
         own = self.config.relocation.moving_cost_usd.owner + self.structure_value_usd
         return np.maximum(0.0, own - self.buyout_price_usd)
 

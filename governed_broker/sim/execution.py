@@ -1,6 +1,8 @@
-"""Executing the year's decisions: the world re-checks feasibility, executes in agent-id order,
-pays costs and premiums, lapses un-renewed insurance, relocates; then the year's savings and
-loan payments, and forced sales (``sim.finance``).
+"""Executing the year's decisions.
+
+The world re-checks feasibility, executes in agent-id order, pays costs and premiums, lapses
+un-renewed insurance, relocates; then the year's savings and loan payments, and forced sales
+(``sim.finance``).
 
 Each household's execution touches only its own state, so the vectorised update here equals
 executing the decisions one by one in agent-id order.
@@ -20,8 +22,11 @@ from governed_broker.sim.instruments.base import Instrument, World
 
 def execute_decisions(world: World, instruments: Sequence[Instrument],
                       decisions: Sequence[Decision], default_action: str) -> None:
-    """Execute each active household's decision, or ``default_action`` where the decided action
-    is unknown, not open to it or not affordable (recorded in ``current.feasible``)."""
+    """Execute each active household's decision.
+
+    Or ``default_action`` where the decided action is unknown, not open to it or not affordable
+    (recorded in ``current.feasible``).
+    """
     c, hh, idx = world.current, world.hh, world.current.idx
     quote, action_ids = c.options, list(world.domain.actions)
     pos = {a: k for k, a in enumerate(action_ids)}

@@ -118,10 +118,13 @@ def spare_savings_usd(fin: FinanceConfig, savings_usd: np.ndarray, income_usd: n
 
 def spending_room_usd(fin: FinanceConfig, savings_usd: np.ndarray, income_usd: np.ndarray,
                       due_usd: np.ndarray) -> np.ndarray:
-    """What a household can spend on premiums and measures this year without savings falling
-    below zero: its protection budget plus the savings it can spare (dollars).
+    """What a household can spend on protection this year (dollars).
+
+    On premiums and measures, without savings falling below zero: its protection budget plus the
+    savings it can spare.
 
     Args:
+        fin: The ``finance`` section.
         savings_usd: Savings at decision time.
         income_usd: Yearly income.
         due_usd: This year's loan payment (``payment_due``).
@@ -158,6 +161,7 @@ def year_end(fin: FinanceConfig, savings_usd: np.ndarray, income_usd: np.ndarray
     """Savings and loans at the end of the year.
 
     Args:
+        fin: The ``finance`` section.
         savings_usd: Savings after this year's repairs.
         income_usd: Yearly income.
         spent_usd: Premiums and measures paid this year.
@@ -178,6 +182,7 @@ def forced_sale(fin: FinanceConfig, unrepaired_usd: np.ndarray, structure_value_
     """Households that must sell and leave at the end of the year.
 
     Args:
+        fin: The ``finance`` section (``forced_sale_damage_share``).
         unrepaired_usd: Structure damage left unrepaired so far (dollars).
         structure_value_usd: The home's value now, after that damage (dollars).
         savings_usd: Savings at the end of the year (below zero: payments not met).

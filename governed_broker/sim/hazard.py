@@ -98,7 +98,8 @@ class Hazard:
 
         Args:
             zone_index: Zone of each household (index into ``zones``).
-            x, y: Coordinates of each home from the population, or None.
+            x: First coordinate of each home from the population, or None.
+            y: Second coordinate of each home, or None.
         """
 
     def household_depths(self, year: int, zone_index: np.ndarray) -> np.ndarray:
@@ -121,10 +122,12 @@ class Hazard:
 
 
 class StochasticHazard(Hazard):
-    """Mode ``stochastic``: one event draw per year; zone z has an event when
-    ``u < annual_probability[z] / flooded_share[z]`` (so that each home's chance is the map's
-    ``annual_probability``), at ``median_depth_m * exp(event_sigma * z)`` (one standard normal
-    shared by the zones)."""
+    """Mode ``stochastic``.
+
+    One event draw per year; zone z has an event when ``u < annual_probability[z] /
+    flooded_share[z]`` (so that each home's chance is the map's ``annual_probability``), at
+    ``median_depth_m * exp(event_sigma * z)`` (one standard normal shared by the zones).
+    """
 
     def zone_depths(self, year: int) -> np.ndarray:
         """This year's event, drawn from ``child_rng(seed, "hazard", year, "event")``."""
@@ -139,8 +142,11 @@ class StochasticHazard(Hazard):
 
 
 class FixedScheduleHazard(Hazard):
-    """Mode ``fixed``: the floods of the schedule (``events``), nothing else. Households are
-    told the declared map (``config.zones``), not how often the schedule floods."""
+    """Mode ``fixed``: the floods of the schedule (``events``).
+
+    Nothing else. Households are told the declared map (``config.zones``), not how often the
+    schedule floods.
+    """
 
     def zone_depths(self, year: int) -> np.ndarray:
         """The scheduled depths of ``year`` (zeros when it is not a flood year)."""

@@ -1,7 +1,8 @@
-"""What this year's flood does to the active households: damage after elevation, insurance
-payouts, and the financing of the rest (``sim.finance``: aid, savings, a loan, left
-unrepaired), with every instrument's part in them (``Instrument.payouts``, ``aid_eligible``,
-``after_repairs``).
+"""What this year's flood does to the active households.
+
+Damage after elevation, insurance payouts, and the financing of the rest (``sim.finance``: aid,
+savings, a loan, left unrepaired), with every instrument's part in them (``Instrument.payouts``,
+``aid_eligible``, ``after_repairs``).
 
 ``flood_losses`` is the damage and the payouts alone; the flood model's impacts phase and the
 validity vignettes (``sim.world_of_one``) both work them out with it.
@@ -41,9 +42,10 @@ class FloodLosses:
 
 def flood_losses(world: World, instruments: Sequence[Instrument], depth_m: np.ndarray,
                  damage_factor: float = 1.0) -> FloodLosses:
-    """The damage and payouts of a flood ``depth_m`` deep at each active home (metres, before
-    elevation), with the elevation and cover in force this year (``current.elevated_before``,
-    ``insured_before``).
+    """The damage and payouts of a flood ``depth_m`` deep at each active home.
+
+    Depths are in metres, before elevation; the elevation and cover are those in force this year
+    (``current.elevated_before``, ``insured_before``).
 
     Args:
         world: The world.
@@ -68,8 +70,11 @@ def flood_losses(world: World, instruments: Sequence[Instrument], depth_m: np.nd
 
 
 def apply_impacts(world: World, instruments: Sequence[Instrument]) -> None:
-    """This year's flood (``current.depth_m``): damage, payouts, the repairs' financing and the
-    flood experience, written to ``world.current`` and the household arrays."""
+    """This year's flood (``current.depth_m``).
+
+    Damage, payouts, the repairs' financing and the flood experience, written to ``world.current``
+    and the household arrays.
+    """
     c, hh, idx, config = world.current, world.hh, world.current.idx, world.config
     losses = flood_losses(world, instruments, c.depth_m)
     c.effective_depth_m = losses.effective_depth_m

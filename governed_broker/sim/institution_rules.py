@@ -12,8 +12,6 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from governed_broker.config.broker import NumericTest
 from governed_broker.config.institutions import (
@@ -23,34 +21,10 @@ from governed_broker.config.institutions import (
     close,
 )
 from governed_broker.contracts.institutions import FACTS, InstitutionSituation, format_value
+from governed_broker.contracts.rules import RuleOutcome
 
 #: The unit of every fact, by name.
 _FACT_UNITS = {f.name: f.unit for facts in FACTS.values() for f in facts}
-
-
-@dataclass(frozen=True)
-class InstitutionRuleOutcome:
-    """One rule evaluated on one proposal.
-
-    Attributes:
-        rule_id: The rule.
-        kind: Its kind (``range``, ``max_change``...).
-        severity: ``ERROR``, ``WARNING`` (under the profile) or ``LIMIT`` (a limit the world
-            checks whatever the profile).
-        fired: Whether it fired.
-        message: The filled-in message ("" when it did not fire).
-    """
-
-    rule_id: str
-    kind: str
-    severity: str
-    fired: bool
-    message: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """Audit form."""
-        return {"id": self.rule_id, "kind": self.kind, "severity": self.severity,
-                "fired": self.fired, "message": self.message}
 
 
 def _test(value: float | None, test: NumericTest) -> bool:
@@ -61,8 +35,10 @@ def _test(value: float | None, test: NumericTest) -> bool:
 
 
 def _present(rule: InstitutionRule, situation: InstitutionSituation) -> list[str]:
-    """The rule's levers the institution has this year (a rule with none does not apply;
-    a budget rule applies to the budgets there are)."""
+    """The rule's levers the institution has this year.
+
+    A rule with none does not apply; a budget rule applies to the budgets there are.
+    """
     return [lv for lv in rule.levers if lv in situation.levers]
 
 
@@ -72,7 +48,9 @@ def _fires(rule: InstitutionRule, situation: InstitutionSituation,
     if rule.kind == "total_within":
         limit = situation.facts.get(rule.fact)
         total = sum(levers[lv] for lv in _present(rule, situation))
-        return (limit is not None and total > limit and not close(total, limit)), None
+        # a sum that overflows (or is NaN) is beyond every limit, not "close" to one
+        over = not math.isfinite(total) or (total > limit and not close(total, limit))
+        return limit is not None and over, None
     for lever in _present(rule, situation):
         value, previous = levers[lever], situation.levers[lever]
         if rule.kind == "direction":
@@ -122,7 +100,7 @@ def _step_text(step: float | None, relative: bool, unit: str) -> str:
 
 
 def evaluate(domain: InstitutionDomain, profile: str, situation: InstitutionSituation,
-             levers: Mapping[str, float]) -> list[InstitutionRuleOutcome]:
+             levers: Mapping[str, float]) -> list[RuleOutcome]:
     """Every rule active under ``profile`` on a proposal, in the domain's order.
 
     Args:
@@ -139,38 +117,44 @@ def evaluate(domain: InstitutionDomain, profile: str, situation: InstitutionSitu
         fired, lever = _fires(rule, situation, levers)
         message = (_message(rule.message, rule, domain, situation, levers, lever)
                    if fired else "")
-        outcomes.append(InstitutionRuleOutcome(rule.id, rule.kind, severity, fired, message))
+        outcomes.append(RuleOutcome(rule.id, severity, fired, message, kind=rule.kind))
     return outcomes
 
 
 def limit_violations(domain: InstitutionDomain, situation: InstitutionSituation,
-                     levers: Mapping[str, float]) -> list[InstitutionRuleOutcome]:
-    """The limits (``LIMIT_KINDS``) a proposal breaks, whatever the profile: what the world
-    refuses to put in force."""
+                     levers: Mapping[str, float]) -> list[RuleOutcome]:
+    """The limits (``LIMIT_KINDS``) a proposal breaks, whatever the profile.
+
+    What the world refuses to put in force.
+    """
     broken = []
     for rule in domain.rules:
         if not rule.is_limit or not _present(rule, situation):
             continue
         fired, lever = _fires(rule, situation, levers)
         if fired:
-            broken.append(InstitutionRuleOutcome(
-                rule.id, rule.kind, "LIMIT", True,
-                _message(rule.message, rule, domain, situation, levers, lever)))
+            broken.append(RuleOutcome(
+                rule.id, "LIMIT", True,
+                _message(rule.message, rule, domain, situation, levers, lever), kind=rule.kind))
     return broken
 
 
 def statements(domain: InstitutionDomain, situation: InstitutionSituation) -> list[str]:
-    """The limits as the prompt states them (rules with a ``statement`` whose levers the
-    institution has this year), filled with this year's values."""
+    """The limits as the prompt states them, filled with this year's values.
+
+    Rules with a ``statement`` whose levers the institution has this year.
+    """
     return [_message(rule.statement, rule, domain, situation, situation.levers, None)
             for rule in domain.rules if rule.statement and _present(rule, situation)]
 
 
 def within_limits(domain: InstitutionDomain, situation: InstitutionSituation,
                   levers: Mapping[str, float]) -> dict[str, float]:
-    """``levers`` brought within every limit: each lever into the intersection of its range
-    and change limits (last year's value when they do not meet), onto its step, and the
-    levers that must fit within a fact scaled down together to fit.
+    """``levers`` brought within every limit.
+
+    Each lever into the intersection of its range and change limits (last year's value when they do
+    not meet), onto its step, and the levers that must fit within a fact scaled down together to
+    fit.
 
     Used for fallbacks (last year's levers) and by the rule makers, so that neither ever
     proposes what the world would refuse.
@@ -205,8 +189,8 @@ def within_limits(domain: InstitutionDomain, situation: InstitutionSituation,
             continue
         limit = situation.facts.get(rule.fact)
         total = sum(out[lv] for lv in present)
-        if limit is not None and total > limit:
-            scale = max(0.0, limit) / total
+        if limit is not None and (total > limit or not math.isfinite(total)):
+            scale = max(0.0, limit) / total if math.isfinite(total) else 0.0
             for lv in present:
                 out[lv] = math.floor(out[lv] * scale * 100.0) / 100.0  # whole cents, never over
     return out

@@ -24,7 +24,6 @@ cover); cover bought before the run has no premium in the run, so year 1 has no 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, cast
 
@@ -47,6 +46,8 @@ from governed_broker.contracts.institutions import (
     InstitutionDecision,
     InstitutionMaker,
     InstitutionSituation,
+    audit_levers,
+    lever_value,
 )
 from governed_broker.sim.institution_makers import RuleGovernment, RuleInsurer
 from governed_broker.sim.institution_rules import limit_violations, within_limits
@@ -61,7 +62,9 @@ class FloodModel(World, Protocol):
 
     n: int
 
-    def instrument(self, name: str) -> Instrument: ...
+    def instrument(self, name: str) -> Instrument:
+        """The instrument registered as ``name``."""
+        ...
 
 
 def setting_value(config: ExperimentConfig, setting: str) -> float | None:
@@ -114,8 +117,10 @@ class InstitutionAgent(mesa.Agent):
         self.decided: tuple[str, str] = ("", "")
 
     def levers_now(self, config: ExperimentConfig) -> dict[str, float]:
-        """Last year's levers, for every lever the institution has this year (a lever whose
-        section starts this year starts at the experiment's value, 0 when unset)."""
+        """Last year's levers, for every lever the institution has this year.
+
+        A lever whose section starts this year starts at the experiment's value, 0 when unset.
+        """
         return {lever_id: self.levers.get(lever_id, setting_value(config, spec.setting) or 0.0)
                 for lever_id, spec in self.domain.levers.items()
                 if _present(config, spec.setting)}
@@ -135,8 +140,10 @@ class InstitutionAgent(mesa.Agent):
         """After the households' decisions: what this year paid and earned."""
 
     def columns(self, facts: Mapping[str, Any]) -> dict[str, Any]:
-        """Its columns of this year's row of ``institutions_yearly.csv`` (``facts``: what it
-        observed this year)."""
+        """Its columns of this year's row of ``institutions_yearly.csv``.
+
+        ``facts``: what it observed this year.
+        """
         return {}
 
     def base_state(self) -> dict[str, Any]:
@@ -145,14 +152,7 @@ class InstitutionAgent(mesa.Agent):
 
 
 class GovernmentAgent(InstitutionAgent):
-    """The government's mitigation fund (module documentation).
-
-    Args:
-        model: The world.
-        config: The fund's settings.
-        domain: Its levers and rules.
-        maker: Who decides for it.
-    """
+    """The government's mitigation fund (module documentation); ``config``: its section."""
 
     name = "government"
     rule_maker = RuleGovernment
@@ -168,8 +168,10 @@ class GovernmentAgent(InstitutionAgent):
         self.paid: dict[str, float] = {}
 
     def open_year(self, config: ExperimentConfig) -> None:
-        """This year's money: the balance carried over, the appropriation, post-disaster
-        funds from last year's aid."""
+        """This year's money: the balance carried over, the appropriation.
+
+        Post-disaster funds from last year's aid.
+        """
         gov = config.institutions.government
         appropriation = gov.appropriation_per_household_usd * self.model.n
         post = gov.post_disaster_share * self.last_aid_usd
@@ -204,8 +206,10 @@ class GovernmentAgent(InstitutionAgent):
         }
 
     def settle(self) -> None:
-        """Grants and buyouts paid this year come out of the fund; this year's aid sets next
-        year's post-disaster funds."""
+        """Grants and buyouts paid this year come out of the fund.
+
+        This year's aid sets next year's post-disaster funds.
+        """
         c = self.model.current
         grants = (int((c.subsidy_usd > 0).sum()), float(c.subsidy_usd.sum()))
         buyouts = (int((c.buyout_usd > 0).sum()), float(c.buyout_usd.sum()))
@@ -241,14 +245,7 @@ class GovernmentAgent(InstitutionAgent):
 
 
 class InsurerAgent(InstitutionAgent):
-    """The insurer's book (module documentation).
-
-    Args:
-        model: The world.
-        config: The insurer's settings.
-        domain: Its levers and rules.
-        maker: Who decides for it.
-    """
+    """The insurer's book (module documentation); ``config``: its section."""
 
     name = "insurer"
     rule_maker = RuleInsurer
@@ -264,8 +261,11 @@ class InsurerAgent(InstitutionAgent):
         self.written: dict[str, float] = {}
 
     def _window(self) -> list[list[float]]:
-        """The experience window at decision time: this year's claims on last year's
-        premiums (when they were written in the run) and the completed years before it."""
+        """The experience window at decision time.
+
+        This year's claims on last year's premiums (when they were written in the run) and the
+        completed years before it.
+        """
         claims, count = self.year_claims
         current = [[claims, self.premiums_last_year_usd, count]]
         years = self.history + (current if self.premiums_last_year_usd > 0 else [])
@@ -308,8 +308,10 @@ class InsurerAgent(InstitutionAgent):
         self.premiums_last_year_usd = premiums
 
     def _certificate_premiums(self) -> float:
-        """The aid programme's premiums for next year's cover by aid certificates
-        (``AidCertificates.premiums_earned_usd``)."""
+        """The aid programme's premiums for next year's cover by aid certificates.
+
+        ``AidCertificates.premiums_earned_usd``.
+        """
         certificates = cast(AidCertificates, self.model.instrument("aid_certificates"))
         return certificates.premiums_earned_usd()
 
@@ -333,6 +335,39 @@ class InsurerAgent(InstitutionAgent):
         self.reserves_usd = state["reserves_usd"]
         self.premiums_last_year_usd = state["premiums_last_year_usd"]
         self.history = [list(h) for h in state["history"]]
+
+
+def _lever_problems(situation: InstitutionSituation, levers: Mapping[str, object]) -> list[str]:
+    """Why a decision's levers cannot be checked against the limits.
+
+    A lever missing or unknown, or a value that is not a finite number (``lever_value``).
+    """
+    if set(levers) != set(situation.levers):
+        return [f"levers {sorted(map(str, levers))} are not {sorted(situation.levers)}"]
+    problems = []
+    for lever, value in levers.items():
+        try:
+            lever_value(lever, value)
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def _setting_problems(agent: InstitutionAgent, config: ExperimentConfig,
+                      levers: Mapping[str, float]) -> list[str]:
+    """The bounds of the world settings the levers would break.
+
+    For example a budget above what a setting holds (``config.world.MAX_USD``): the domain's
+    rules are data and need not repeat them, and a year must never fail on putting a decision
+    in force.
+    """
+    settings = {agent.domain.levers[k].setting: v for k, v in levers.items()}
+    try:
+        config.with_settings(settings)
+    except ValueError as exc:
+        problem = str(exc).removeprefix("policy_change.settings: ")
+        return [f"the world settings refuse these levers: {problem}"]
+    return []
 
 
 def _mean(mask: np.ndarray) -> float:
@@ -398,7 +433,7 @@ class Institutions:
             situation = InstitutionSituation(agent.name, self.model.year, agent.facts(),
                                              agent.levers_now(config), dict(in_force))
             decision = agent.maker.decide(situation)
-            levers, backstop = self._checked(agent, situation, decision)
+            levers, backstop = self._checked(agent, situation, decision, config)
             record = _record(order, situation, decision, levers, backstop)
             agent.levers, agent.decided = levers, (decision.decision_maker, record["status"])
             in_force[agent.name] = dict(levers)
@@ -408,21 +443,29 @@ class Institutions:
 
     @staticmethod
     def _checked(agent: InstitutionAgent, situation: InstitutionSituation,
-                 decision: InstitutionDecision) -> tuple[dict[str, float], list[str] | None]:
-        """The levers the world puts in force: the decision's, or last year's within the
-        limits when the decision breaks one (the messages of what it broke)."""
-        levers = {k: float(v) for k, v in decision.levers.items()}
-        if set(levers) != set(situation.levers) or not all(map(math.isfinite, levers.values())):
-            problems = [f"levers {sorted(levers)} are not {sorted(situation.levers)} (finite)"]
-        else:
+                 decision: InstitutionDecision, config: ExperimentConfig,
+                 ) -> tuple[dict[str, float], list[str] | None]:
+        """The levers the world puts in force, and the messages of what the decision broke.
+
+        The decision's levers, or last year's within the limits (the recorded fallback) when
+        the decision lacks a lever, holds a value that is not a finite number
+        (``lever_value``), breaks a limit of the domain or a bound of the setting it sets.
+        """
+        problems = _lever_problems(situation, decision.levers)
+        levers = {} if problems else {k: lever_value(k, v) for k, v in decision.levers.items()}
+        if not problems:
             problems = [b.message for b in limit_violations(agent.domain, situation, levers)]
+        if not problems:
+            problems = _setting_problems(agent, config, levers)
         if not problems:
             return levers, None
         return within_limits(agent.domain, situation, situation.levers), problems
 
     def settle(self) -> None:
-        """After execution: the fund pays grants and buyouts, the reserves take premiums and
-        claims."""
+        """After execution: the fund pays grants and buyouts.
+
+        The reserves take premiums and claims.
+        """
         for agent in self.agents:
             agent.settle()
 
@@ -460,8 +503,10 @@ class Institutions:
 
 
 def setting_column(setting: str) -> str:
-    """The ``institutions_yearly.csv`` column of a lever's setting (its last part, with the
-    programme's name for budgets: ``subsidy_share``, ``buyout_budget_usd``)."""
+    """The ``institutions_yearly.csv`` column of a lever's setting.
+
+    Its last part, with the programme's name for budgets: ``subsidy_share``, ``buyout_budget_usd``.
+    """
     section, name = setting.split(".")[0], setting.split(".")[-1]
     return f"{section}_budget_usd" if name == "annual_budget_usd" else name
 
@@ -479,7 +524,7 @@ def _record(order: int, situation: InstitutionSituation, decision: InstitutionDe
         "decision_maker": decision.decision_maker, "status": status,
         "facts": dict(situation.facts), "in_force_before": dict(situation.in_force),
         "levers_before": dict(situation.levers),
-        "proposed": None if decision.proposed is None else dict(decision.proposed),
+        "proposed": None if decision.proposed is None else audit_levers(decision.proposed),
         "levers": dict(levers), "fallback": status in ("rejected", "parse_failed"),
         "backstop": backstop, "retries": decision.retries, "reason": decision.reason,
         **decision.audit,

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from governed_broker.contracts.decision import ReflectionTarget
-from governed_broker.memory.household import HouseholdMemory, RunMemoryWriter
+from governed_broker.contracts.decision import Heuristic, ReflectionTarget
 from governed_broker.memory.semantic import SemanticMemory
 from governed_broker.memory.texts import MemoryTexts
+from governed_broker.sim.household_memory import HouseholdMemory, RunMemoryWriter
 from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.year_state import YearState
 
@@ -96,7 +96,8 @@ class WorldMemory:
                                 insured=bool(state.insured_before[j]),
                                 elevated=bool(state.elevated_before[j]))
             else:
-                hm.record_no_flood(year)
+                hm.record_no_flood(year, insured=bool(state.insured_before[j]),
+                                   elevated=bool(state.elevated_before[j]))
 
     def perceive(self, year: int, idx: np.ndarray, shares: dict[str, np.ndarray],
                  allowed: Sequence[tuple[str, ...]]) -> list[dict[str, Any]]:
@@ -107,7 +108,7 @@ class WorldMemory:
             hm.record_neighbours(year, {k: float(v[j]) for k, v in shares.items()})
             out.append({
                 "memories": tuple(hm.retrieve(year)),
-                "knowledge_facts": self._facts(hm, allowed[j]),
+                "knowledge_facts": tuple(self._facts(hm, allowed[j])),
                 "heuristics": self._heuristics(hm),
             })
         return out
@@ -122,8 +123,10 @@ class WorldMemory:
         return facts
 
     def _concept_facts(self, semantic: SemanticMemory, concept: str) -> list[str]:
-        """What a graph says a concept does (its non-taxonomy relations), cached per graph
-        and version: households share their graph until they learn something."""
+        """What a graph says a concept does (its non-taxonomy relations).
+
+        Cached per graph and version: households share their graph until they learn something.
+        """
         graph = semantic.graph
         key = (id(graph), semantic.version, concept)
         cached = self._facts_cache.get(key)
@@ -138,11 +141,11 @@ class WorldMemory:
             cached = self._facts_cache[key] = (graph, found)
         return cached[1]
 
-    def _heuristics(self, hm: HouseholdMemory) -> list[dict[str, Any]]:
+    def _heuristics(self, hm: HouseholdMemory) -> tuple[Heuristic, ...]:
         situation = {"flooded_this_year": hm.flooded_this_year, "insured": hm.insured,
                      "elevated": hm.elevated}
         found = hm.procedural.match(situation)[: self.max_heuristics]
-        return [{"description": h.describe(), "success_rate": h.success_rate} for h in found]
+        return tuple(Heuristic(h.describe(), h.success_rate) for h in found)
 
     def record_decisions(self, year: int, idx: np.ndarray, decisions: Sequence[Decision],
                          executed: np.ndarray, feasible: np.ndarray, paid: np.ndarray) -> None:
@@ -179,16 +182,20 @@ class WorldMemory:
         self.writer.close()
 
     def abandon(self) -> None:
-        """A failed run: the store closed at once, without committing, so that nothing is
-        written into ``memory.sqlite`` later, when the world is collected."""
+        """A failed run: the store closed at once, without committing.
+
+        So that nothing is written into ``memory.sqlite`` later, when the world is collected.
+        """
         if self.writer is not None:
             self.writer.abandon()
 
     # ------------------------------------------------------------------------------ state
     def changes(self) -> list[list[Any]]:
-        """``[agent_id, changes]`` of every household whose memory changed since the last call
-        (``HouseholdMemory.changes``), in agent-id order: what a checkpoint appends to its
-        memory log. Its size follows the year's events, not the length of the run."""
+        """``[agent_id, changes]`` of every household whose memory changed.
+
+        Since the last call (``HouseholdMemory.changes``), in agent-id order: what a checkpoint
+        appends to its memory log. Its size follows the year's events, not the length of the run.
+        """
         out = []
         for agent_id, hm in self.households.items():
             found = hm.changes()
@@ -197,7 +204,9 @@ class WorldMemory:
         return out
 
     def apply_changes(self, changes: list[list[Any]]) -> None:
-        """Replay one ``changes()`` on memories in the state they had when it was taken (a
-        freshly built ``WorldMemory`` for the first)."""
+        """Replay one ``changes()`` on memories in the state they had when it was taken.
+
+        A freshly built ``WorldMemory`` for the first.
+        """
         for agent_id, found in changes:
             self.households[int(agent_id)].apply_changes(found)

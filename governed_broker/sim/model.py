@@ -25,16 +25,9 @@ from typing import Any
 import mesa
 import numpy as np
 
-from governed_broker.config.agent_types import AgentTypesConfig
-from governed_broker.config.damage import DamageTable, load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
-from governed_broker.config.institutions import InstitutionsDomain
-from governed_broker.config.loader import (
-    fixed_events,
-    hazard_with_paths,
-    load_agent_types,
-    load_institutions,
-)
+from governed_broker.config.loader import fixed_events, hazard_with_paths
+from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
 from governed_broker.contracts.decision import (
     Decision,
     DecisionMaker,
@@ -67,40 +60,40 @@ class FloodModel(mesa.Model):
     """Households facing yearly floods and deciding how to adapt.
 
     Args:
-        config: The validated experiment.
+        experiment: The resolved experiment (its settings, domain, damage table and
+            institutions' domain); a bare ``ExperimentConfig`` is resolved here (scripts and
+            tests).
         decision_maker: Decides for every active household each year.
         rng: Seed of Mesa's generator (defaults to ``config.seed``).
-        agent_types: The action domain (loaded from ``config.agent_types`` when omitted).
         run_dir: The run's working directory, where household memories are stored
             (``memory.sqlite``); None keeps memories in this process only.
-        institutions_domain: The institutions' domain (loaded from
-            ``config.institutions.domain`` when omitted; unused without institutions).
         institution_makers: Makers of the institutions an LLM decides for (the others get
             their rule maker; ``sim.institutions``).
     """
 
     def __init__(
         self,
-        config: ExperimentConfig,
+        experiment: ResolvedExperiment | ExperimentConfig,
         decision_maker: DecisionMaker,
         *,
         rng: int | None = None,
-        agent_types: AgentTypesConfig | None = None,
         run_dir: Path | None = None,
-        institutions_domain: InstitutionsDomain | None = None,
         institution_makers: Mapping[str, InstitutionMaker] | None = None,
     ) -> None:
+        if isinstance(experiment, ExperimentConfig):
+            experiment = resolve_experiment(experiment)
+        config = experiment.config
         super().__init__(rng=config.seed if rng is None else rng)
         self.config = config
         #: The settings before and from ``policy_change.from_year`` (``config.policy``).
         self._configs = (config, config.with_policy_change())
         self.seed = config.seed
         self.decision_maker = decision_maker
-        self.domain = agent_types or load_agent_types(config.resolve_path(config.agent_types))
+        self.domain = experiment.domain
         self.action_ids = list(self.domain.actions)
         self.model_columns = model_columns(self.action_ids)
         self.default_action = self.domain.default_action
-        self.damage_table: DamageTable = load_damage_table(config.resolve_path(config.damage.table))
+        self.damage_table = experiment.damage_table
         population = load_population(config.population, config.seed, config.resolve_path)
         self.zones = sorted(set(population.zone.tolist()))
         self.hh = HouseholdArrays.from_population(population, self.zones, self.domain)
@@ -127,10 +120,8 @@ class FloodModel(mesa.Model):
         )
         #: The government and the insurer (None: the experiment's policy settings hold).
         self.institutions: Institutions | None = None
-        if config.institutions is not None:
-            domain = institutions_domain or load_institutions(
-                config.resolve_path(config.institutions.domain))
-            self.institutions = Institutions(self, domain, institution_makers)
+        if experiment.institutions is not None:
+            self.institutions = Institutions(self, experiment.institutions, institution_makers)
         self.last_institution_row: dict[str, Any] = {}
 
     def instrument(self, name: str) -> Instrument:
@@ -171,14 +162,18 @@ class FloodModel(mesa.Model):
         return arrays, meta
 
     def memory_changes(self) -> list[list[Any]] | None:
-        """What household memories changed since the last call (``WorldMemory.changes``;
-        None without memory)."""
+        """What household memories changed since the last call.
+
+        ``WorldMemory.changes``; None without memory.
+        """
         return None if self.world_memory is None else self.world_memory.changes()
 
     def restore(self, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any],
                 memory_changes: Iterable[list[list[Any]]] = ()) -> None:
-        """Put this freshly built model into a ``state()`` (see there), replaying every
-        ``memory_changes()`` up to it, in order."""
+        """Put this freshly built model into a ``state()`` (see there).
+
+        Replaying every ``memory_changes()`` up to it, in order.
+        """
         self.hh.load(arrays)
         for instrument in self.instruments:
             instrument.load(arrays)
@@ -242,21 +237,28 @@ class FloodModel(mesa.Model):
         c.flood_occurred, c.flooded = bool(np.any(zone_depths > 0)), c.depth_m > 0
 
     def impacts_phase(self) -> None:
-        """2. Damage after elevation, insurance payouts, repairs and their financing (aid,
-        savings, loans, left unrepaired); flood experience (``sim.impacts``)."""
+        """2. Damage after elevation, insurance payouts.
+
+        Repairs and their financing (aid, savings, loans, left unrepaired); flood experience
+        (``sim.impacts``).
+        """
         apply_impacts(self, self.instruments)
         if self.world_memory is not None:
             self.world_memory.record_impacts(self.year, self.current)
 
     def institutions_phase(self) -> None:
-        """2b. The government, then the insurer, decide this year's levers (``sim.institutions``);
-        they are the year's settings from here on."""
+        """2b. The government, then the insurer, decide this year's levers (``sim.institutions``).
+
+        They are the year's settings from here on.
+        """
         if self.institutions is not None:
             self.config = self.config.with_settings(self.institutions.decide(self.config))
 
     def perception_phase(self) -> list[HouseholdSituation]:
-        """3. Every action's terms (``sim.quote``) and one frozen situation per active household
-        (agent-id order; ``sim.perception``)."""
+        """3. Every action's terms (``sim.quote``) and one frozen situation per active household.
+
+        Agent-id order; ``sim.perception``.
+        """
         c, hh, idx = self.current, self.hh, self.current.idx
         c.neighbour_shares = {k: self.neighbours.share(v)[idx]
                               for k, v in self.prev_state.items()}
@@ -281,8 +283,10 @@ class FloodModel(mesa.Model):
         return decisions
 
     def execution_phase(self, decisions: list[Decision]) -> None:
-        """5. Re-check feasibility, execute in agent-id order, pay, lapse, relocate; the
-        year's savings and loan payments; forced sales (``sim.execution``)."""
+        """5. Re-check feasibility, execute in agent-id order, pay, lapse, relocate.
+
+        The year's savings and loan payments; forced sales (``sim.execution``).
+        """
         execute_decisions(self, self.instruments, decisions, self.default_action)
         c = self.current
         if self.world_memory is not None:

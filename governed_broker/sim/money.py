@@ -51,6 +51,10 @@ def premium_usd(
     """Annual premium of a policy with full coverage up to the limits (dollars).
 
     Args:
+        ins: The ``insurance`` section (rates, loading, discount, fee, pricing).
+        structure_value_usd: Replacement value of the structure (0 for renters).
+        contents_value_usd: Value of the contents.
+        is_owner: Owner (True) or renter per household.
         expected_payout_usd: The policy's expected annual payout (dollars): the rated amount
             when ``ins.pricing`` is ``risk_based`` (required there, unused otherwise).
         preferred: Households offered the banded premiums of ``ins.preferred_risk`` (in its
@@ -75,9 +79,12 @@ def premium_usd(
 def preferred_premium_usd(prp: PreferredRiskConfig, coverage_structure_usd: np.ndarray,
                           coverage_contents_usd: np.ndarray, is_owner: np.ndarray
                           ) -> np.ndarray:
-    """Banded premium (dollars a year): owners that of the smallest building-and-contents
-    band covering both coverages, renters that of the smallest contents-only band covering
-    theirs (the largest band when none does), plus the surcharge."""
+    """Banded premium (dollars a year).
+
+    Owners that of the smallest building-and-contents band covering both coverages, renters that of
+    the smallest contents-only band covering theirs (the largest band when none does), plus the
+    surcharge.
+    """
     def band_premium(bands, need_building, need_contents):
         building = np.array([b.building_usd for b in bands])
         contents = np.array([b.contents_usd for b in bands])
@@ -95,8 +102,11 @@ def preferred_premium_usd(prp: PreferredRiskConfig, coverage_structure_usd: np.n
 
 def flood_payments(threshold_usd: float, *payments_usd: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """This year's flood payments per household, each array one kind (claim payout, aid grant,
-    disaster loan): how many were paid at all, and how many were at least ``threshold_usd``."""
+    """This year's flood payments per household.
+
+    Each array one kind (claim payout, aid grant, disaster loan): how many were paid at all, and how
+    many were at least ``threshold_usd``.
+    """
     paid = np.stack([np.asarray(p, dtype=float) for p in payments_usd])
     made = paid > 0.0  # a zero is no payment, whatever the threshold
     return made.sum(axis=0), (made & (paid >= threshold_usd)).sum(axis=0)
@@ -128,8 +138,11 @@ def payouts_usd(
 def capped_payouts(coverage_usd: float, pay_structure_usd: np.ndarray,
                    pay_contents_usd: np.ndarray, capped: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Payouts with those of ``capped`` households scaled down to at most ``coverage_usd``
-    together (structure and contents in proportion; an aid certificate's coverage)."""
+    """Payouts with those of ``capped`` households scaled down to ``coverage_usd``.
+
+    At most ``coverage_usd`` together, structure and contents in proportion (an aid certificate's
+    coverage).
+    """
     total = pay_structure_usd + pay_contents_usd
     scale = np.where(np.asarray(capped, dtype=bool) & (total > coverage_usd),
                      coverage_usd / np.where(total > 0.0, total, 1.0), 1.0)

@@ -9,12 +9,13 @@ with ``situations``; a validity vignette's is built with it too, in a world of o
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from governed_broker.contracts.decision import HouseholdSituation
+from governed_broker.contracts.decision import HouseholdSituation, SituationFacts, TypicalFlood
 from governed_broker.sim.fastbuild import build
 from governed_broker.sim.instruments.base import Instrument, World
 from governed_broker.sim.year_state import Quote
@@ -47,20 +48,27 @@ def situations(world: World, instruments: Sequence[Instrument],
     facts = _world_facts(world, instruments)
     for j, fields in enumerate(_stated_facts(world)):
         memory = None if recalled is None else recalled[j]
-        extra = facts[j]
+        told = facts[j]
         if memory is not None:
-            extra["knowledge_facts"] = memory["knowledge_facts"]
-            extra["heuristics"] = memory["heuristics"]
+            told.update(knowledge_facts=memory["knowledge_facts"],
+                        heuristics=memory["heuristics"])
         fields.update(allowed_actions=allowed[j],
-                      memories=() if memory is None else memory["memories"], extra=extra)
+                      memories=() if memory is None else memory["memories"],
+                      facts=build(SituationFacts, {**_NO_FACTS, **told}))
         out.append(build(HouseholdSituation, fields))
     return out
 
 
+#: Every fact of ``SituationFacts`` at its default (a household told nothing more).
+_NO_FACTS = {f.name: getattr(SituationFacts(), f.name) for f in dataclasses.fields(SituationFacts)}
+
+
 def _world_facts(world: World, instruments: Sequence[Instrument]) -> list[dict[str, Any]]:
-    """Per active household, what the world tells it beyond the named fields: each action's
-    loss of a typical flood and premium, the typical flood, the spending room, and what each
-    instrument tells it."""
+    """Per active household, the ``SituationFacts`` the world states, by name.
+
+    Each action's loss of a typical flood and premium, the typical flood, the spending room, and
+    what each instrument tells it.
+    """
     c, hh, idx = world.current, world.hh, world.current.idx
     q = c.options
     acts = list(q.actions)
@@ -71,7 +79,8 @@ def _world_facts(world: World, instruments: Sequence[Instrument]) -> list[dict[s
     told = [told for told in (i.facts() for i in instruments) if told is not None]
     return [{"loss_if_flood_usd": dict(zip(acts, loss[j], strict=True)),
              "premium_usd": dict(zip(acts, premium[j], strict=True)),
-             "typical_flood": {"depth_m": depth[j], "damage_usd": damage[j]},
+             "typical_flood": build(TypicalFlood, {"depth_m": depth[j],
+                                                   "damage_usd": damage[j]}),
              "spending_room_usd": room[j],
              **{k: v for t in told for k, v in t[j].items()}}
             for j in range(len(idx))]

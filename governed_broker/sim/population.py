@@ -49,8 +49,10 @@ class Population:
 
 
 def load_population(config: PopulationConfig, seed: int, resolve=lambda p: Path(p)) -> Population:
-    """The experiment's initial population (CSV file or generated), marginalised households
-    marked by the rule when one is given."""
+    """The experiment's initial population (CSV file or generated).
+
+    Marginalised households marked by the rule when one is given.
+    """
     pop = _initial_population(config, seed, resolve)
     if config.marginalised is not None:
         pop.marginalised = marginalised_by_rule(config.marginalised, pop)
@@ -121,9 +123,12 @@ def generate_population(gen: GeneratedPopulation, n: int, seed: int) -> Populati
 
 def _income(rng: np.random.Generator, gen: GeneratedPopulation,
             is_owner: np.ndarray) -> np.ndarray:
-    """Annual income (dollars): one lognormal draw per household, from the renters'
-    distribution for renters when ``renter_income_usd`` is given (the same number of draws
-    either way, so the draws after it do not move)."""
+    """Annual income (dollars).
+
+    One lognormal draw per household, from the renters' distribution for renters when
+    ``renter_income_usd`` is given (the same number of draws either way, so the draws after it do
+    not move).
+    """
     own = gen.income_usd
     rent = gen.renter_income_usd
     if rent is None:
@@ -140,20 +145,3 @@ def _bernoulli_by_zone(rng, shares, zone: np.ndarray, is_owner: np.ndarray) -> n
         p[in_zone & is_owner] = by_tenure.owner
         p[in_zone & ~is_owner] = by_tenure.renter
     return rng.random(len(zone)) < p
-
-
-def population_to_csv_text(pop: Population, comment: str) -> str:
-    """Render a population as a CSV (with ``#`` comment lines) readable by ``load_population``."""
-    lines = [f"# {line}" for line in comment.splitlines()]
-    lines.append(
-        "tenure,flood_zone,income_usd,savings_usd,structure_value_usd,contents_value_usd,"
-        "elevated,insured,trust_insurance,trust_neighbours"
-    )
-    for i in range(pop.size):
-        lines.append(
-            f"{'owner' if pop.is_owner[i] else 'renter'},{pop.zone[i]},{pop.income_usd[i]:.2f},"
-            f"{pop.savings_usd[i]:.2f},{pop.structure_value_usd[i]:.2f},"
-            f"{pop.contents_value_usd[i]:.2f},{bool(pop.elevated[i])},{bool(pop.insured[i])},"
-            f"{pop.trust_insurance[i]:.4f},{pop.trust_neighbours[i]:.4f}"
-        )
-    return "\n".join(lines) + "\n"

@@ -1,5 +1,6 @@
-"""The one options quote: what every action costs, saves and is open to, for the households of
-a world this year.
+"""The one options quote.
+
+What every action costs, saves and is open to, for the households of a world this year.
 
 Every instrument states its offers (``Instrument.offer``: the grant, the buyout's price, an aid
 certificate in force, the banded premiums), the effect table prices each effect with them
@@ -13,6 +14,7 @@ they see exactly the prices, offers and requirements a household of the run woul
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,7 +24,12 @@ from governed_broker.contracts.effects import traits_of
 from governed_broker.sim.effects import OptionBatch, price
 from governed_broker.sim.finance import affordable, spending_room_usd
 from governed_broker.sim.instruments.base import Access, Instrument, Pricing, World
-from governed_broker.sim.year_state import ActionTerms, Quote
+from governed_broker.sim.year_state import ActionTerms, Quote, YearState
+
+#: What an instrument may offer (``Instrument.offer``): the fields of ``OptionBatch`` that
+#: ``YearState`` also has, where the year's offers are kept.
+OFFERS = frozenset({f.name for f in dataclasses.fields(YearState)}
+                   & {f.name for f in dataclasses.fields(OptionBatch)})
 
 
 def _batch(world: World, **offers: Any) -> OptionBatch:
@@ -56,6 +63,10 @@ def quote(world: World, instruments: Sequence[Instrument],
     for instrument in instruments:
         offers.update(instrument.offer(access))
     offers.update(stated_offers or {})
+    unknown = sorted(set(offers) - OFFERS)
+    if unknown:
+        raise ValueError(f"offers {unknown} are not fields of both OptionBatch and YearState "
+                         f"(offers: {', '.join(sorted(OFFERS))})")
     for name, value in offers.items():
         setattr(world.current, name, value)
     batch = _batch(world, **offers)
@@ -88,6 +99,8 @@ def quote(world: World, instruments: Sequence[Instrument],
 
 
 def expected_payouts_usd(world: World) -> np.ndarray:
-    """Expected annual payout of a policy on each active home as it stands (dollars; the hazard
-    map's annual chance times the payout of a typical flood of the zone)."""
+    """Expected annual payout of a policy on each active home as it stands.
+
+    Dollars; the hazard map's annual chance times the payout of a typical flood of the zone.
+    """
     return _batch(world).expected_payout_usd

@@ -54,8 +54,10 @@ class RasterHazard(Hazard):
     # ----------------------------------------------------------------------------------------
 
     def wet_years(self) -> np.ndarray:
-        """Per cell, in how many grids of the series it is wet (-1 outside the modelled
-        area: NODATA in any grid)."""
+        """Per cell, in how many grids of the series it is wet.
+
+        -1 outside the modelled area: NODATA in any grid.
+        """
         stack = np.stack([self.depths[y] for y in sorted(self.depths)])
         count = (np.nan_to_num(stack, nan=0.0) > self.config.raster.min_depth_m).sum(axis=0)
         return np.where(np.isnan(stack).any(axis=0), -1, count).ravel()
@@ -103,6 +105,17 @@ class RasterHazard(Hazard):
                     f"hazard.raster.placement.zones.{zone}: no cell of the grids is wet in "
                     f"{rule.wet_years_min}-{rule.wet_years_max} of {len(self.depths)} years")
             rng = child_rng(self.seed, "hazard", "placement", zone)
+            if rule.share < 1.0:
+                # the zone's exposed homes, an exact count; the others on always-dry cells
+                exposed = np.zeros(members.size, bool)
+                exposed[rng.permutation(members.size)[:round(rule.share * members.size)]] = True
+                dry = np.flatnonzero(wet == 0)
+                if dry.size == 0 and not exposed.all():
+                    raise ConfigError(f"hazard.raster.placement.zones.{zone}: share "
+                                      f"{rule.share:g} < 1 but no cell is dry in every grid")
+                rest = members[~exposed]
+                cells[rest] = dry[rng.integers(0, max(dry.size, 1), size=rest.size)]
+                members = members[exposed]
             cells[members] = pool[rng.integers(0, pool.size, size=members.size)]
         return cells
 

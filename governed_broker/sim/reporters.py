@@ -1,5 +1,6 @@
-"""The year's output rows, each column computed next to its name (as Mesa's DataCollector
-declares reporters).
+"""The year's output rows, each column computed next to its name.
+
+As Mesa's DataCollector declares reporters.
 
 ``AGENT_REPORTERS`` gives one value per active household for every column of
 ``agents_yearly.csv``; ``MODEL_REPORTERS`` one value for every fixed column of
@@ -27,8 +28,11 @@ AGENT_COLUMNS = names(AGENT_YEARLY)
 
 
 def model_columns(action_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """Headers of ``model_yearly.csv`` for a domain: one ``n_<action>`` count per action id
-    of ``agent_types.yaml``, in its order, between the fixed columns."""
+    """Headers of ``model_yearly.csv`` for a domain.
+
+    One ``n_<action>`` count per action id of ``agent_types.yaml``, in its order, between the fixed
+    columns.
+    """
     return names(model_column_table(action_ids))
 
 
@@ -175,8 +179,10 @@ MODEL_REPORTERS: dict[str, Reporter] = {
 
 
 def agent_columns(view: YearView, instrument_columns: Mapping[str, Any]) -> dict[str, Any]:
-    """This year's agent rows as columns (arrays or lists), keyed by output column, the
-    instruments' columns (``Instrument.report``) included."""
+    """This year's agent rows as columns (arrays or lists), keyed by output column.
+
+    The instruments' columns (``Instrument.report``) included.
+    """
     return {**{name: report(view) for name, report in AGENT_REPORTERS.items()},
             **instrument_columns}
 

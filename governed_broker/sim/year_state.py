@@ -1,5 +1,6 @@
-"""``YearState``: what one simulated year produced, filled phase by phase; ``Quote``: the terms of
-every action this year.
+"""``YearState``: what one simulated year produced, filled phase by phase; ``Quote``.
+
+The terms of every action this year.
 
 The phases of ``FloodModel.step`` hand their results on through one ``YearState`` (instead of
 a dict of string keys): the world memory reads the impacts from it, the reporters the whole

@@ -1,5 +1,6 @@
-"""Parameter sweeps: plans, executors (local process pool, SLURM job arrays), resume, collect;
-policy arms branched from a finished run (``branch``).
+"""Parameter sweeps: plans, executors (local process pool, SLURM job arrays), resume, collect.
+
+Policy arms branched from a finished run (``branch``).
 
 See docs/sweeps.md and ``governed_broker.config.sweep`` for the YAML.
 """

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from governed_broker.config import ConfigError
+from governed_broker.run_dir import create_out_dir
 from governed_broker.sweep.collect import collect, summary
 from governed_broker.sweep.plan import PlannedRun, SweepPlan, build_plan, llm_host_for
 from governed_broker.sweep.progress import SweepProgress
@@ -161,7 +162,7 @@ def run_sweep(
     plan = build_plan(experiment, overrides)
     require_cards(plan, plan.runs)  # before anything is written
     sweep_dir = SweepDir(out_dir if out_dir is not None else default_sweep_dir(plan))
-    sweep_dir.root.mkdir(parents=True, exist_ok=True)
+    create_out_dir(sweep_dir.root)
     with SweepLock(sweep_dir):
         return run_plan_locked(plan, sweep_dir, executor=executor, max_workers=max_workers,
                                run_fn=run_fn, progress=progress)
@@ -197,8 +198,11 @@ def run_plan_locked(
 
 
 def require_cards(plan: SweepPlan, runs: Sequence[PlannedRun]) -> None:
-    """Refuse the sweep before any run starts when a run with ``validity.gate: block`` has no
-    passing validity card (runs that differ only in their seed share one card)."""
+    """Refuse a gated sweep without passing cards before any run starts.
+
+    When a run with ``validity.gate: block`` has no passing validity card (runs that differ only in
+    their seed share one card).
+    """
     from governed_broker.config.resolved import resolve_experiment
     from governed_broker.validity.gate import check_gate
 

@@ -24,6 +24,7 @@ to the same directory, but the parent and ``T`` of a branch directory are fixed.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from governed_broker.config import ConfigError, ExperimentConfig, load_experiment
+from governed_broker.config.base import portable_name_problem
 from governed_broker.config.loader import apply_overrides
 from governed_broker.config.policy import POLICY_SETTINGS
 from governed_broker.config.sweep import SweepConfig
@@ -67,11 +69,14 @@ class Arm:
         name: The arm's name (its sweep case).
         settings: Dotted policy setting -> value (a whole ``buyout`` section may be one).
         text: The ``--arm`` value as given, for messages.
+        files: The ``@FILE`` each setting read from a file came from (messages never quote a
+            file's key that is not a setting: the file may be any file).
     """
 
     name: str
     settings: dict[str, Any]
     text: str
+    files: dict[str, Path] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -154,17 +159,27 @@ def parse_arm(text: str) -> Arm:
     if not ARM_NAME.match(name):
         raise ConfigError(f"--arm {text!r}: arm name {name!r} must start with a letter or digit "
                           "and use only letters, digits, _ . - (at most 64 characters)")
+    problem = portable_name_problem(name)
+    if problem is not None:
+        raise ConfigError(f"--arm {text!r}: arm name {name!r}: {problem}")
     settings: dict[str, Any] = {}
+    files: dict[str, Path] = {}
     for item in _NEXT_ITEM.split(rest):
-        for key, value in _arm_item(text, item.strip()):
+        for key, value, file in _arm_item(text, item.strip()):
             if key in settings:
-                raise ConfigError(f"--arm {text!r}: setting {key!r} is given twice")
+                shown = repr(key) if file is None or _is_setting(key) else "a key"
+                raise ConfigError(f"--arm {text!r}: setting {shown} is given twice")
             settings[key] = value
-    return Arm(name, settings, text)
+            if file is not None:
+                files[key] = file
+    return Arm(name, settings, text, files)
 
 
-def _arm_item(text: str, item: str) -> list[tuple[str, Any]]:
-    """The settings of one comma-separated item of an ``--arm`` value."""
+def _arm_item(text: str, item: str) -> list[tuple[str, Any, Path | None]]:
+    """The settings of one comma-separated item of an ``--arm`` value.
+
+    Each with the file it was read from (None: written in the value).
+    """
     if item.startswith("@"):
         path = Path(item[1:]).expanduser()
         try:
@@ -175,7 +190,7 @@ def _arm_item(text: str, item: str) -> list[tuple[str, Any]]:
             raise ConfigError(f"--arm {text!r}: {path} must hold a mapping of policy settings, "
                               "e.g. 'buyout: {min_floods: 2, price_share: 1.0}' or "
                               "'insurance.pricing: risk_based'")
-        return list(data.items())
+        return [(key, value, path) for key, value in data.items()]
     key, sep, raw = item.partition("=")
     key = key.strip()
     if not sep or not _SETTING.match(key):
@@ -183,27 +198,42 @@ def _arm_item(text: str, item: str) -> list[tuple[str, Any]]:
     if not raw.strip():
         raise ConfigError(f"--arm {text!r}: {key!r} has no value (write null to remove a "
                           "section, e.g. buyout=null)")
-    return [(key, load_yaml_text(raw, f"--arm {text!r}: {key}"))]
+    return [(key, load_yaml_text(raw, f"--arm {text!r}: {key}"), None)]
 
 
 def check_arm_settings(arm: Arm) -> None:
     """Every setting of ``arm`` is a policy setting (an unknown setting is said as such).
 
+    A key read from an ``@FILE`` is quoted only when it is a setting of an experiment: the
+    file may be any file (a mistyped path), whose lines must not reach a message.
+
     Raises:
         ConfigError: naming the flag, the setting and what is allowed.
     """
-    for key in arm.settings:
+    for number, key in enumerate(arm.settings, start=1):
         if key in POLICY_SETTINGS:
             continue
-        try:
-            apply_overrides({}, [f"{key}=null"], ExperimentConfig, Path("the experiment"))
-            known = True
-        except ConfigError:
-            known = False
+        known = _is_setting(key)
         what = ("is not a policy setting (one the world reads afresh every year, so it may "
                 "change from a year on)" if known else "is not a setting of an experiment")
-        raise ConfigError(f"--arm {arm.text!r}: {key!r} {what}; policy settings: "
+        if known or key not in arm.files:
+            shown = repr(key)
+        else:
+            near = difflib.get_close_matches(key, POLICY_SETTINGS, n=1, cutoff=0.8)
+            what += (" (a file's keys are quoted only when they are settings)"
+                     + (f"; did you mean {near[0]!r}?" if near else ""))
+            shown = f"{arm.files[key]}: key number {number}"
+        raise ConfigError(f"--arm {arm.text!r}: {shown} {what}; policy settings: "
                           f"{', '.join(POLICY_SETTINGS)}")
+
+
+def _is_setting(key: str) -> bool:
+    """Whether ``key`` is a dotted setting of an experiment (policy or not)."""
+    try:
+        apply_overrides({}, [f"{key}=null"], ExperimentConfig, Path("the experiment"))
+    except ConfigError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,8 +298,10 @@ def _check_names(arms: list[Arm], reference: str) -> None:
 
 def _sweep_settings(parent: Parent, overrides: Sequence[str], arms: list[Arm],
                     from_year: int) -> SweepConfig:
-    """The branch's sweep: its arms as cases; execution settings from ``--set`` over a sweep
-    parent's own."""
+    """The branch's sweep: its arms as cases.
+
+    Execution settings from ``--set`` over a sweep parent's own.
+    """
     inherited: dict[str, Any] = {}
     if parent.kind == "sweep":
         own = load_plan(SweepDir(parent.path)).sweep.model_dump(mode="json")
@@ -322,8 +354,10 @@ def _arm_config(parent: Parent, override: str, text: str | None) -> ExperimentCo
 
 
 def _branch_dir(out_dir: str | Path | None, parent: Parent, from_year: int) -> Path:
-    """The branch directory, checked: confined, never in or around the parent, never a run,
-    and when it exists a branch of the same parent at the same year (which it resumes).
+    """The branch directory, checked.
+
+    Confined, never in or around the parent, never a run, and when it exists a branch of the same
+    parent at the same year (which it resumes).
 
     Raises:
         ConfigError: a place the branch may not write.

@@ -1,5 +1,6 @@
-"""Subcommands ``sweep``, ``branch``, ``collect`` and ``status`` (registered by
-``governed_broker.cli``).
+"""Subcommands ``sweep``, ``branch``, ``collect`` and ``status``.
+
+Registered by ``governed_broker.cli``.
 
 Exit codes: 0 every planned run done, 1 some run failed or is unfinished (``branch``: or an
 arm's history differs from its parent's), 2 configuration error.
@@ -118,8 +119,10 @@ def _register_branch(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_branch(args: argparse.Namespace) -> int:
-    """``branch``: check and plan (exit 2 on any problem, nothing written), then run the arms
-    and check their history against the parent's."""
+    """``branch``: check and plan (exit 2 on any problem, nothing written).
+
+    Then run the arms and check their history against the parent's.
+    """
     from governed_broker.sweep.branch import (
         describe,
         format_differences,

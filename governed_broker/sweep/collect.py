@@ -44,6 +44,8 @@ def index_frame(sweep_dir: SweepDir, plan: SweepPlan) -> pd.DataFrame:
         info = asdict(state) if state else asdict(RunState(status))
         if status == DONE:
             info["error"] = None
+        elif sweep_dir.has_manifest(run.run_id):  # published, its outputs changed since
+            info["error"] = sweep_dir.output_problem(run.run_id)
         elif state is not None and state.status == DONE:  # its directory went away
             info["error"] = f"{run.run_id}/manifest.json is missing; re-submit to run it again"
         row = {

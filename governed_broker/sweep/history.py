@@ -147,8 +147,11 @@ class _Recorder:
 
 
 def _csv_records(handle: Any) -> tuple[str, Iterator[tuple[int, str]]]:
-    """The header's raw text and a stream of (year, raw text) per record (a quoted field may
-    span lines, so records are read with the csv module and their text kept verbatim)."""
+    """The header's raw text and a stream of (year, raw text) per record.
+
+    A quoted field may span lines, so records are read with the csv module and their text kept
+    verbatim.
+    """
     recorder = _Recorder(iter(handle))
     reader = csv.reader(recorder)
     columns = next(reader, None)

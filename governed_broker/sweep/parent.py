@@ -1,5 +1,7 @@
-"""The parent of a branch: a finished run, or a finished sweep of replicate seeds of one
-configuration, whose configuration still resolves to what it ran.
+"""The parent of a branch.
+
+A finished run, or a finished sweep of replicate seeds of one configuration, whose configuration
+still resolves to what it ran.
 
 ``governed-broker branch`` re-simulates the parent's years before the policy change in every
 arm, so the parent's saved ``config.yaml`` must re-load, against the folder its manifest

@@ -308,8 +308,11 @@ def build_plan(experiment: str | Path, overrides: Sequence[str] = ()) -> SweepPl
 
 
 def _check_unique(runs: list[PlannedRun], path: Path) -> None:
-    """Grid points must differ. Sampler points may coincide (a Saltelli design with an
-    integer parameter repeats rows): such rows share one run, executed once."""
+    """Grid points must differ.
+
+    Sampler points may coincide (a Saltelli design with an integer parameter repeats rows): such
+    rows share one run, executed once.
+    """
     seen: dict[str, PlannedRun] = {}
     for run in runs:
         if run.sample_method != "grid":

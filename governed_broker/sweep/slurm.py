@@ -46,8 +46,9 @@ def cluster_max_array_size() -> int | None:
 
 
 def live_slurm_jobs() -> set[str]:
-    """Ids (``<job>`` and ``<array job>_<task>``, one line per array task) of this user's
-    jobs in the SLURM queue.
+    """Ids of this user's jobs in the SLURM queue.
+
+    ``<job>`` and ``<array job>_<task>``, one line per array task.
 
     Raises:
         ConfigError: ``squeue`` is not installed here or fails. Without the queue, runs still
@@ -127,8 +128,10 @@ class SlurmExecutor:
         self.jobs: list[Any] = []
 
     def array_size(self) -> int:
-        """Largest array to submit: the YAML cap and the cluster's MaxArraySize, whichever
-        is smaller (array indices run 0..MaxArraySize-1).
+        """Largest array to submit.
+
+        The YAML cap and the cluster's MaxArraySize, whichever is smaller (array indices run
+        0..MaxArraySize-1).
 
         When ``scontrol`` cannot tell MaxArraySize, ``sweep.slurm.max_array_size`` is used
         as given; without it, ``ASSUMED_MAX_ARRAY_SIZE`` is assumed, with a warning on stderr.

@@ -87,13 +87,20 @@ def build_run_config(experiment: Path, item: WorkItem) -> ExperimentConfig:
 def execute_run(
     sweep_dir: SweepDir, experiment: Path, item: WorkItem, run_fn: RunFunction
 ) -> str:
-    """Run one item unless it is already done; record its state. Returns its final status."""
-    if sweep_dir.is_done(item.run_id):
-        state = sweep_dir.read_state(item.run_id)
-        if state is None or state.status != DONE:
-            sweep_dir.write_state(item.run_id, RunState(DONE, state.attempts if state else 0))
-        return DONE
+    """Run one item unless it is already done; record its state. Returns its final status.
+
+    A published run whose outputs no longer match its manifest is failed with what differs,
+    never run over (its directory must be moved away first: nothing is deleted).
+    """
     previous = sweep_dir.read_state(item.run_id)
+    if sweep_dir.has_manifest(item.run_id):
+        problem = sweep_dir.output_problem(item.run_id)
+        status = DONE if problem is None else FAILED
+        if previous is None or (previous.status, previous.error) != (status, problem):
+            sweep_dir.write_state(item.run_id, RunState(
+                status, previous.attempts if previous else 0, error=problem,
+                finished_at=now_iso() if problem else None))
+        return status
     state = RunState(
         status=RUNNING,
         attempts=(previous.attempts if previous else 0) + 1,

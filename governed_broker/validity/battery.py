@@ -15,6 +15,7 @@ naming the file, the test and the field (exit code 2).
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -72,6 +73,9 @@ class VignetteSpec(StrictModel):
         earlier_floods: Floods of earlier years (each ``years_ago`` < ``year``).
         neighbours: What the neighbours did by the end of last year.
         cost_factor: Per effect name, a factor on the world's price of its actions.
+        memory_fidelity: When set, every memory is shown at this fidelity instead of the one
+            its age gives (so that a test varying how long ago a flood was changes only the
+            years, not how much of it is remembered). None: as the memory engine recalls it.
         programme_state: By name, the household's state in the experiment's policy
             instruments (``insurance_required``, ``group_policy_years``, ``group_insured``,
             ``aid_requires_insurance``, ``flood_payments``, ``large_flood_payments``) and
@@ -97,15 +101,18 @@ class VignetteSpec(StrictModel):
     earlier_floods: list[EarlierFlood] = []
     neighbours: NeighbourShares
     cost_factor: dict[str, Annotated[float, Field(gt=0, le=100)]] = {}
+    memory_fidelity: Literal["detailed", "summary", "gist"] | None = None
     programme_state: dict[str, bool | Annotated[float, Field(ge=0, le=MAX_USD)]] = {}
 
     @model_serializer(mode="wrap")
     def _without_empty_state(self, handler: Any) -> dict[str, Any]:
-        # a vignette without programme state dumps (and so keys its card) as before the
-        # field existed
+        # a vignette without programme state (or fixed memory fidelity) dumps, and so keys its
+        # card, as before those fields existed
         data = handler(self)
         if not self.programme_state:
             data.pop("programme_state", None)
+        if self.memory_fidelity is None:
+            data.pop("memory_fidelity", None)
         return data
 
     @field_validator("cost_factor")
@@ -156,22 +163,36 @@ class VignettesFile(StrictModel):
 #: What a test measures on a reply: an appraisal (its rank on the scale), the decision, or
 #: whether the decision's action has an effect (``share:insure``).
 Measure = Annotated[str, Field(pattern=r"^(threat|coping|decision|share:[a-z_]+)$")]
+#: A correlation strictly inside (-1, 1).
+Correlation = Annotated[float, Field(gt=-1, lt=1)]
+#: A share strictly between 0 and 1.
+OpenShare = Annotated[float, Field(gt=0, lt=1)]
 
 
 class _Test(StrictModel):
+    """What every test has: its name, family, whether it is primary, and why it is there.
+
+    ``primary`` tests decide the card: it passes when every one of them passes, their p-values
+    Holm-corrected together (docs/validity.md "The verdict"); the others are reported.
+    """
+
     name: str = Field(pattern=_NAME)
     family: str = Field(pattern=_NAME)
+    primary: bool = False
     rationale: str = Field(min_length=1)
 
 
 class MonotoneTest(_Test):
-    """A paired comparison: vary one field over ``levels``; ``measure`` must move ``expect``.
+    """Vary one field over ``levels``; ``measure`` must move as ``expect`` says.
 
     The statistic is Spearman's rho between the level (its value, or its position when the
-    values are not numbers) and the measure over every reply. ``increase``/``decrease`` pass
-    when rho is at least ``min_rho`` in that direction and the one-sided p-value is below the
-    battery's ``alpha``; ``not_decrease``/``not_increase`` fail only when rho is at least
-    ``min_rho`` the wrong way with p below ``alpha``.
+    values are not numbers) and the measure over the replies. ``increase`` / ``decrease``: a
+    directional test; it passes when the one-sided confidence bound of rho (in the expected
+    direction) clears ``smallest_effect``, and fails when the opposite bound stays short of it.
+    ``not_decrease`` / ``not_increase``: a guard (non-inferiority); it passes when the bound
+    excludes a wrong-way effect as large as ``smallest_effect``, and fails when the data show
+    one. ``design_effect`` is the rho (in the expected direction) of a respondent that follows
+    the fact, at which the battery's power is computed (a guard's default: 0, no effect).
     """
 
     kind: Literal["monotone"]
@@ -180,38 +201,111 @@ class MonotoneTest(_Test):
     levels: list[Any] = Field(min_length=2, max_length=10)
     measure: Measure
     expect: Literal["increase", "decrease", "not_decrease", "not_increase"]
-    min_rho: float = Field(gt=0, le=1)
+    smallest_effect: Annotated[float, Field(gt=0, lt=1)]
+    design_effect: Correlation | None = None
+
+    @model_validator(mode="after")
+    def _design_beyond_threshold(self) -> MonotoneTest:
+        if self.design_effect is None and not self.guard:
+            raise ValueError(f"{self.expect} needs a design_effect (the rho of a respondent "
+                             "that follows the fact, at which power is computed)")
+        if self.design <= self.floor:
+            raise ValueError(f"design_effect {self.design} must exceed {self.floor:+g}, the "
+                             "bound the test must clear (smallest_effect)")
+        return self
+
+    @property
+    def design(self) -> float:
+        """The design effect (a guard's default: 0)."""
+        return 0.0 if self.design_effect is None else self.design_effect
+
+    @property
+    def floor(self) -> float:
+        """What rho in the expected direction must exceed.
+
+        The smallest effect of interest, or minus a guard's margin.
+        """
+        return -self.smallest_effect if self.guard else self.smallest_effect
+
+    @property
+    def guard(self) -> bool:
+        """A non-inferiority test (``not_decrease`` / ``not_increase``)."""
+        return self.expect.startswith("not_")
 
 
 class ShareTest(_Test):
-    """The share of replies whose first proposal has an effect stays at most ``max_share``
-    (e.g. renters proposing elevation), over the vignettes ``levels`` of ``vary`` gives."""
+    """The share of replies whose first proposal has an effect stays below ``max_share``.
+
+    Its one-sided upper bound must, over the vignettes that ``levels`` of ``vary`` give; its
+    power is computed at ``design_share``. Not informative when no vignette offers an action
+    with the effect: a reply held to the offered actions cannot propose it.
+    """
 
     kind: Literal["share_at_most"]
     set: dict[str, Any] = {}
     vary: str = Field(min_length=1)
     levels: list[Any] = Field(min_length=1, max_length=10)
     measure: Annotated[str, Field(pattern=r"^share:[a-z_]+$")]
-    max_share: float = Field(ge=0, le=1)
+    max_share: OpenShare
+    design_share: Annotated[float, Field(gt=0, lt=1)]
+
+    @model_validator(mode="after")
+    def _design_below(self) -> ShareTest:
+        if self.design_share >= self.max_share:
+            raise ValueError(f"design_share {self.design_share} must lie below max_share "
+                             f"{self.max_share}")
+        return self
 
 
 class InvarianceTest(_Test):
-    """The base vignette with its actions listed in reverse order, or described with the
-    ``synonyms`` of ``vignettes.yaml``: the distribution of first proposals may not move by
-    more than ``max_tv`` (total variation) with a permutation p-value below ``alpha``."""
+    """Equivalence of the base vignette's first proposals in two arms.
+
+    The second arm lists the actions in reverse order, or describes them with the ``synonyms``
+    of ``vignettes.yaml``. It passes when the bootstrap upper bound of their total variation
+    lies below ``tolerance``, and fails when the lower bound lies above it. Power is computed
+    for a respondent whose choices follow ``design_shares`` in both arms.
+    """
 
     kind: Literal["invariance"]
     variant: Literal["reversed_order", "synonyms"]
-    max_tv: float = Field(gt=0, le=1)
+    tolerance: OpenShare
+    design_shares: list[Annotated[float, Field(gt=0, le=1)]] = Field(min_length=2,
+                                                                    max_length=20)
 
 
 class RetestTest(_Test):
-    """Agreement of the replicates of every vignette: ICC(2,1) of the appraisal ranks, or
-    Krippendorff's alpha (nominal) of the decisions, at least ``min_value``."""
+    """Agreement of the replicates of the vignettes of a factorial ``grid``.
+
+    The grid is every combination of its fields' levels, on top of ``set``. The statistic is
+    ICC(2,1) of the appraisal ranks, or Krippendorff's alpha (nominal) of the decisions. It
+    passes when the one-sided lower bound exceeds ``smallest_effect`` and fails when the upper
+    bound stays below it; the replicates per vignette give 80 % power at ``design_effect`` (a
+    test without one reads the replicates the grid's other tests ask for). A within-vignette
+    agreement index (rwg, or Bennett's S for decisions) is reported beside it.
+    """
 
     kind: Literal["retest"]
+    set: dict[str, Any] = {}
+    grid: dict[str, list[Any]] = Field(min_length=1, max_length=4)
     measure: Literal["threat", "coping", "decision"]
-    min_value: float = Field(ge=-1, le=1)
+    smallest_effect: OpenShare
+    design_effect: OpenShare | None = None
+
+    @field_validator("grid")
+    @classmethod
+    def _levels(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for field, levels in grid.items():
+            if not 2 <= len(levels) <= 10:
+                raise ValueError(f"{field}: a grid field needs 2 to 10 levels, got "
+                                 f"{len(levels)}")
+        return grid
+
+    @model_validator(mode="after")
+    def _design_above(self) -> RetestTest:
+        if self.design_effect is not None and self.design_effect <= self.smallest_effect:
+            raise ValueError(f"design_effect {self.design_effect} must exceed smallest_effect "
+                             f"{self.smallest_effect}")
+        return self
 
 
 class TriggerReply(StrictModel):
@@ -239,24 +333,44 @@ class Trigger(StrictModel):
     reply: TriggerReply
 
 
-class LaunderingTest(_Test):
-    """Governance laundering: after a block, how often the accepted reply keeps the blocked
-    action and changes an appraisal label instead; at most ``max_rate``."""
+class _RateTest(_Test):
+    """A share of cases that must stay below ``max_rate`` (its one-sided upper bound must).
+
+    Power is computed at ``design_rate``.
+    """
+
+    max_rate: OpenShare
+    design_rate: OpenShare
+
+    @model_validator(mode="after")
+    def _design_below(self) -> _RateTest:
+        if self.design_rate >= self.max_rate:
+            raise ValueError(f"design_rate {self.design_rate} must lie below max_rate "
+                             f"{self.max_rate}")
+        return self
+
+
+class LaunderingTest(_RateTest):
+    """Governance laundering.
+
+    After a block, how often the accepted reply keeps the blocked action and changes an appraisal
+    label instead. The triggers are asked as often as 80 % power at ``design_rate`` needs.
+    """
 
     kind: Literal["laundering"]
     triggers: list[Trigger] = Field(min_length=1, max_length=20)
-    replicates: int = Field(ge=1, le=50)
-    max_rate: float = Field(ge=0, le=1)
 
 
-class CoherenceTest(_Test):
-    """Reason coherence: the share of replies whose ``reason`` matches a pattern that
-    contradicts the chosen action's effect (``contradicts``: effect -> regular expressions,
-    case-insensitive); at most ``max_rate``."""
+class CoherenceTest(_RateTest):
+    """Reason coherence.
+
+    The share of replies whose ``reason`` matches a pattern that contradicts the chosen action's
+    effect (``contradicts``: effect -> regular expressions, case-insensitive). It reads the replies
+    the other tests ask for.
+    """
 
     kind: Literal["coherence"]
     contradicts: dict[str, list[Annotated[str, Field(min_length=1, max_length=300)]]]
-    max_rate: float = Field(ge=0, le=1)
 
     @field_validator("contradicts")
     @classmethod
@@ -280,10 +394,9 @@ BatteryTest = Annotated[
 
 
 class QuickSettings(StrictModel):
-    """Fewer replicates for ``validate --quick`` (a smoke check; its card never opens a gate)."""
+    """Replies of ``validate --quick`` (a smoke check; its card never opens a gate)."""
 
     replicates: int = Field(ge=1, le=50)
-    invariance_replicates: int = Field(ge=1, le=100)
     laundering_replicates: int = Field(ge=1, le=50)
 
 
@@ -293,20 +406,23 @@ class TestsFile(StrictModel):
     Attributes:
         source: What the tests and thresholds rest on.
         seed: Root of the battery's request seeds (cards do not depend on the experiment seed).
-        replicates: Replies per vignette (k, with a seed each).
-        invariance_replicates: Replies per arm of an invariance test.
-        alpha: Significance level of the one-sided and permutation tests.
-        permutations: Permutations of the invariance test's p-value.
+        alpha: One-sided error level of every pass and fail (primary passes Holm-corrected).
+        power: The power each sized test gets at its design effect.
+        resamples: Bootstrap resamples of the invariance and decision-retest bounds.
+        max_replicates: The most replies asked of one vignette (power is reported when the cap
+            binds).
         quick: Replicates of ``--quick``.
         tests: The tests.
     """
 
+    __test__ = False  # not a pytest class
+
     source: str = Field(min_length=1)
     seed: int = Field(ge=0, le=2**63 - 1)
-    replicates: int = Field(ge=2, le=50)
-    invariance_replicates: int = Field(ge=2, le=100)
-    alpha: float = Field(gt=0, lt=1)
-    permutations: int = Field(ge=100, le=100_000)
+    alpha: float = Field(gt=0, lt=0.5)
+    power: float = Field(gt=0.5, lt=1)
+    resamples: int = Field(ge=200, le=100_000)
+    max_replicates: int = Field(ge=2, le=1000)
     quick: QuickSettings
     tests: list[BatteryTest] = Field(min_length=1)
 
@@ -316,7 +432,15 @@ class TestsFile(StrictModel):
         doubled = sorted({n for n in names if names.count(n) > 1})
         if doubled:
             raise ValueError(f"test names must be unique; repeated: {doubled}")
+        if not any(t.primary for t in self.tests):
+            raise ValueError("no test is primary: the card passes when every primary test "
+                             "passes, so mark the tests that decide it with primary: true")
         return self
+
+    @property
+    def primaries(self) -> list[str]:
+        """The names of the primary tests."""
+        return [t.name for t in self.tests if t.primary]
 
 
 @dataclass(frozen=True)
@@ -334,21 +458,6 @@ class Battery:
     vignettes: VignettesFile
     tests: TestsFile
     quick: bool = False
-
-    @property
-    def replicates(self) -> int:
-        """Replies per vignette."""
-        return self.tests.quick.replicates if self.quick else self.tests.replicates
-
-    @property
-    def invariance_replicates(self) -> int:
-        """Replies per invariance arm."""
-        q = self.tests.quick
-        return q.invariance_replicates if self.quick else self.tests.invariance_replicates
-
-    def laundering_replicates(self, test: LaunderingTest) -> int:
-        """Replies per trigger of a laundering test."""
-        return self.tests.quick.laundering_replicates if self.quick else test.replicates
 
     def identity(self) -> dict[str, Any]:
         """The battery's content, for the card key."""
@@ -390,6 +499,10 @@ def _check_against_domain(battery: Battery, domain: AgentTypesConfig) -> None:
         if isinstance(test, MonotoneTest | ShareTest):
             for level in test.levels:
                 derive(battery.vignettes.base, test.set, test.vary, level, source, test.name)
+        if isinstance(test, RetestTest):
+            for cell in grid_cells(test):
+                derive(battery.vignettes.base, {**test.set, **cell}, None, None, source,
+                       test.name)
         if isinstance(test, LaunderingTest):
             for i, trigger in enumerate(test.triggers):
                 derive(battery.vignettes.base, trigger.set, None, None, source, test.name)
@@ -408,13 +521,22 @@ def _effects_used(test: Any) -> list[str]:
     return effects
 
 
+def grid_cells(test: RetestTest) -> list[dict[str, Any]]:
+    """Every combination of a retest grid's levels, as path -> value (first field slowest)."""
+    fields = list(test.grid)
+    return [dict(zip(fields, values, strict=True))
+            for values in itertools.product(*(test.grid[f] for f in fields))]
+
+
 #: Fields whose keys are free (effect names), not fixed by ``VignetteSpec``.
 _FREE_KEYS = frozenset({"cost_factor"})
 
 
 def _set_path(data: dict[str, Any], path: str, value: Any, where: str) -> None:
-    """Set ``a.b.0.c`` in the nested dicts and lists of a vignette; every step must exist,
-    except a new key of a free mapping (``cost_factor.insure``)."""
+    """Set ``a.b.0.c`` in the nested dicts and lists of a vignette.
+
+    Every step must exist, except a new key of a free mapping (``cost_factor.insure``).
+    """
     parts = path.split(".")
     node: Any = data
     for i, part in enumerate(parts):
@@ -446,6 +568,8 @@ def derive(base: VignetteSpec, changes: Mapping[str, Any], vary: str | None, lev
     """
     where = f"{source}: test {test!r}"
     data = copy.deepcopy(base.model_dump(mode="json"))
+    for name, info in VignetteSpec.model_fields.items():  # fields a dump leaves out when unset
+        data.setdefault(name, info.get_default(call_default_factory=True))
     for path, value in changes.items():
         _set_path(data, path, copy.deepcopy(value), where)
     if vary is not None:
@@ -458,8 +582,9 @@ def derive(base: VignetteSpec, changes: Mapping[str, Any], vary: str | None, lev
 
 
 def coherence_patterns(directory: Path) -> dict[str, list[str]]:
-    """The contradiction patterns (effect -> regular expressions) of the first coherence test
-    of ``<directory>/tests.yaml`` (for measuring a finished run's reasons).
+    """The contradiction patterns of the first coherence test of ``<directory>/tests.yaml``.
+
+    Effect -> regular expressions; for measuring a finished run's reasons.
 
     Raises:
         ConfigError: the file is missing or invalid, or has no coherence test.

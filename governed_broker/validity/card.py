@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from governed_broker.broker.factory import build_context
 from governed_broker.cognition.context import ContextBuilder
+from governed_broker.config.base import ConfigError
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.llm.sampling import resolve_sampling
@@ -71,24 +72,32 @@ def model_identity(config: ExperimentConfig) -> dict[str, Any]:
         identity["script_sha256"] = _sha256_tree(config.resolve_path(llm.script))
     if llm.backend == "embedded" and not llm.prompt_cache:
         identity["prompt_cache"] = False  # other replies (left out when on: keys unchanged)
+    if llm.backend == "embedded":
+        from governed_broker.llm.embedded import default_threads
+
+        identity["threads"] = llm.threads or default_threads()  # replies depend on it
     return identity
 
 
 def rendered_prompts(experiment: ResolvedExperiment, plan: BatteryPlan,
                      context: ContextBuilder) -> list[list[Any]]:
-    """``[vignette key, replicate, context hash]`` of every first request of the battery, as
-    the experiment's context builder renders them (knowledge-base chunks left out: their
-    documents are hashed instead)."""
+    """``[vignette key, replicates, context hash]`` of every vignette of the battery.
+
+    The hash is of its first request as the experiment's context builder renders it
+    (knowledge-base chunks left out: their documents are hashed instead). The replicates of a
+    vignette differ only in their household id and request seed, which no prompt states, so one
+    rendering stands for all.
+    """
     battery_exp = battery_experiment(experiment, plan.battery.tests.seed)
     builder = SituationBuilder(battery_exp, plan.battery.tests.seed)
     synonyms = synonym_context(context, plan.battery.vignettes.synonyms)
     order = tuple(reversed(battery_exp.domain.actions))
     out = []
-    for v, r in plan.asks():
-        situation = builder.build(v.spec, v.agent_id(r),
+    for v in plan.vignettes.values():
+        situation = builder.build(v.spec, v.agent_id(0),
                                   order if v.arm == "reversed_order" else None)
         ctx = synonyms if v.arm == "synonyms" else context
-        out.append([v.key, r, ctx.build(situation, chunks=[]).context_hash])
+        out.append([v.key, v.replicates, ctx.build(situation, chunks=[]).context_hash])
     return out
 
 
@@ -123,6 +132,29 @@ def card_key(experiment: ResolvedExperiment, plan: BatteryPlan) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def verdict(results: list[TestResult]) -> tuple[bool, str]:
+    """Whether the card passes, and why in one sentence.
+
+    It passes when every primary test that can give a verdict passes (at least one must); not
+    informative primary tests are left out, and said so.
+    """
+    primary = [r for r in results if r.primary]
+    judged = [r for r in primary if r.outcome != "not_informative"]
+    left_out = [r.name for r in primary if r.outcome == "not_informative"]
+    short = [f"{r.name} ({r.outcome.replace('_', ' ')})" for r in judged if r.outcome != "pass"]
+    passed = bool(judged) and not short
+    if passed:
+        text = f"passed: all {len(judged)} primary tests passed"
+    elif not judged:
+        text = "not passed: no primary test could give a verdict"
+    else:
+        text = f"not passed: {len(short)} of {len(judged)} primary tests did not pass: " + \
+            ", ".join(short)
+    if left_out:
+        text += f" ({', '.join(left_out)} not informative for this configuration)"
+    return passed, text
+
+
 def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
               results: list[TestResult], provenance: dict[str, Any],
               facts: dict[str, Any]) -> dict[str, Any]:
@@ -140,18 +172,28 @@ def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
 
     tests = [r.to_json() for r in results]
     counts = {"tests": len(tests),
-              "passed": sum(t["passed"] is True for t in tests),
-              "failed": sum(t["passed"] is False for t in tests),
-              "not_measurable": sum(t["passed"] is None for t in tests)}
+              **{name: sum(t["outcome"] == name for t in tests)
+                 for name in ("pass", "fail", "inconclusive", "not_informative",
+                              "not_measurable")}}
+    summary = {"tests": counts["tests"], "passed": counts["pass"], "failed": counts["fail"],
+               "inconclusive": counts["inconclusive"],
+               "not_informative": counts["not_informative"],
+               "not_measurable": counts["not_measurable"]}
+    passed, why = verdict(results)
+    calibration = calibration_of(battery)
+    for test in tests:
+        test["calibration"] = calibration.get("tests", {}).get(test["name"])
     config = experiment.config
     card = {
         "card_format": CARD_FORMAT,
         "key": key,
         "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "governed_broker": __version__,
-        "passed": counts["failed"] == 0 and counts["passed"] > 0,
+        "passed": passed,
+        "verdict": why,
         "quick": battery.quick,
-        "summary": counts,
+        "summary": summary,
+        "primary": battery.tests.primaries,
         "configuration": {
             "experiment": config.name,
             "model": model_identity(config),
@@ -163,6 +205,7 @@ def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
         },
         "scale": list(experiment.domain.pmt_labels.labels),
         "battery": facts.get("battery", {}),
+        "calibration": {k: v for k, v in calibration.items() if k != "tests"},
         "llm": provenance,
         "timing": facts.get("timing", {}),
         "tests": tests,
@@ -170,3 +213,37 @@ def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
     return json.loads(json.dumps(card))  # exactly what the file will hold (string keys)
 
 
+#: The calibration of a battery by the reference respondents, in its directory.
+CALIBRATION_FILE = "calibration.json"
+
+
+def battery_sha256(battery: Battery) -> str:
+    """The sha256 of the battery's content (what a calibration was made for)."""
+    text = json.dumps(battery.identity(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def calibration_of(battery: Battery) -> dict[str, Any]:
+    """What the battery's ``calibration.json`` says about it.
+
+    Per test, how often each reference respondent passed it (``tests``), with how it was made;
+    ``status`` says whether it belongs to this battery (``current``), to another (``out_of_date``:
+    the battery was edited since) or is ``missing``. A quick battery is never calibrated.
+    """
+    path = battery.directory / CALIBRATION_FILE
+    if battery.quick:
+        return {"status": "not_calibrated", "note": "quick battery"}
+    if not path.is_file():
+        return {"status": "missing", "file": str(path)}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a readable calibration ({exc}); regenerate it with "
+                          "the command in docs/validity.md") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tests"), dict):
+        raise ConfigError(f"{path}: not a calibration (no 'tests' object); regenerate it")
+    if data.get("battery_sha256") != battery_sha256(battery):
+        return {"status": "out_of_date", "file": str(path),
+                "note": "the battery changed since it was calibrated; regenerate it"}
+    return {"status": "current", "file": str(path),
+            **{k: v for k, v in data.items() if k != "battery_sha256"}}

@@ -1,13 +1,21 @@
 """``governed-broker validate EXPERIMENT.yaml [--set K=V ...] [--quick] [--out DIR]``.
 
-Runs the behavioural-validity battery for the experiment's model, prompts and rules, prints
-the card as a table and writes it (docs/validity.md). Exit codes: 0 when the card passes, 1
-when a test failed (the card is written either way), 2 for a configuration error.
+Runs the behavioural-validity battery for the experiment's model, prompts and rules, prints its
+budget before the first decision, then the card as a table, and writes it (docs/validity.md).
+``--budget`` prints the budget and stops. ``--reference NAME`` answers the battery with a
+reference respondent instead of the experiment's model (``llm.reference``; its card is written
+to ``--out`` only, never stored for runs); with ``--seeds N`` (or several names, or ``all``) it
+runs the battery N times per respondent, prints the reference table and, with
+``--calibration FILE``, writes the battery's calibration. Exit codes: 0 when the card passes
+(``--budget`` and the reference table: 0), 1 when it does not (the card is written either way),
+2 for a configuration error.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +31,18 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         metavar="KEY=VALUE", help="override a setting (repeatable), as for run")
     parser.add_argument("--quick", action="store_true",
                         help="fewer replicates: a smoke check whose card never opens a gate")
+    parser.add_argument("--budget", action="store_true",
+                        help="print the battery's decisions, calls, minutes and power; ask "
+                        "nothing")
+    parser.add_argument("--reference", metavar="NAME",
+                        help="answer with a reference respondent instead of the model: deaf, "
+                        "random, seed, rule, order:Q, noisy_rule:S, a comma list, or all")
+    parser.add_argument("--seeds", type=int, default=1, metavar="N",
+                        help="with --reference: run the battery with N battery seeds and print "
+                        "how often each test passed (the reference table)")
+    parser.add_argument("--calibration", type=Path, default=None, metavar="FILE",
+                        help="with --reference: write the calibration (per test pass rates) "
+                        "cards quote, e.g. configs/validity/calibration.json")
     parser.add_argument("--out", type=Path, default=None,
                         help="output directory (default: outputs/<name>-validity)")
     parser.add_argument("--overwrite", action="store_true",
@@ -34,17 +54,77 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Load the experiment, run the battery, print the card; 0 if it passes, else 1."""
+    from governed_broker.config.base import ConfigError
     from governed_broker.config.loader import load_experiment
     from governed_broker.config.resolved import resolve_experiment
-    from governed_broker.validity.validate import validate
+    from governed_broker.validity.budget import budget_lines
+    from governed_broker.validity.validate import prepare, validate
 
-    config = load_experiment(args.experiment, args.overrides)
-    result = validate(resolve_experiment(config), args.out, quick=args.quick,
-                      overwrite=args.overwrite, progress=not args.no_progress,
-                      source={"file": str(args.experiment), "overrides": list(args.overrides)})
+    experiment = resolve_experiment(load_experiment(args.experiment, args.overrides))
+    source = {"file": str(args.experiment), "overrides": list(args.overrides)}
+    if args.seeds < 1:
+        raise ConfigError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.reference is None and (args.calibration is not None or args.seeds != 1):
+        raise ConfigError("--seeds and --calibration need --reference (the respondents the "
+                          "battery is calibrated on)")
+    if args.reference is not None:
+        names = _reference_names(args.reference)
+        if args.seeds > 1 or len(names) > 1 or args.calibration is not None:
+            return _reference_table(experiment, names, args)
+        from governed_broker.validity.reference import reference_experiment
+
+        experiment = reference_experiment(experiment, names[0])
+        source["reference"] = names[0]
+        if args.out is None:
+            slug = names[0].replace(":", "-")
+            args.out = Path("outputs") / f"{experiment.config.name}-validity-reference-{slug}"
+    if args.budget:
+        prepared = prepare(experiment, args.quick)
+        print("\n".join(budget_lines(prepared.plan, prepared.budget)))
+        return 0
+
+    def announce(prepared: Any) -> None:
+        print("\n".join(budget_lines(prepared.plan, prepared.budget)), flush=True)
+
+    result = validate(experiment, args.out, quick=args.quick, overwrite=args.overwrite,
+                      progress=not args.no_progress, source=source, announce=announce,
+                      store=args.reference is None)
+    print()
     print(format_card(result.card))
-    print(f"\nwrote {result.out_dir / 'validity_card.json'}; stored as {result.stored}")
+    where = f"; stored as {result.stored}" if result.stored else " (reference: not stored)"
+    print(f"\nwrote {result.out_dir / 'validity_card.json'}{where}")
     return 0 if result.card["passed"] else 1
+
+
+def _reference_names(text: str) -> list[str]:
+    from governed_broker.config.base import ConfigError
+    from governed_broker.llm.reference import check_name
+    from governed_broker.validity.reference import RESPONDENTS
+
+    names = list(RESPONDENTS) if text == "all" else [n.strip() for n in text.split(",")]
+    try:
+        return [check_name(n) for n in names]
+    except ValueError as exc:
+        raise ConfigError(f"--reference: {exc}") from None
+
+
+def _reference_table(experiment: Any, names: list[str], args: argparse.Namespace) -> int:
+    from governed_broker.run_dir import write_atomic
+    from governed_broker.validity.reference import calibrate, calibration_json, table
+
+    def progress(line: str) -> None:
+        if not args.no_progress:
+            print(line, file=sys.stderr, flush=True)
+
+    calibration = calibrate(experiment, names, args.seeds, progress)
+    print(table(calibration))
+    if args.calibration is not None:
+        command = (f"governed-broker validate {args.experiment} --reference "
+                   f"{args.reference} --seeds {args.seeds} --calibration {args.calibration}")
+        data = calibration_json(calibration, command)
+        write_atomic(args.calibration, json.dumps(data, indent=2) + "\n")
+        print(f"\nwrote {args.calibration}")
+    return 0
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -53,12 +133,15 @@ def _num(value: Any, digits: int = 3) -> str:
 
 def format_card(card: dict[str, Any]) -> str:
     """The card as a plain-text table: one line per test, then the verdict and costs."""
-    rows = [("test", "family", "statistic", "value", "threshold", "p", "n", "result")]
+    rows = [("test", "", "statistic", "value", "90% interval", "needs", "p", "n", "result")]
     for t in card["tests"]:
-        verdict = {True: "pass", False: "FAIL", None: "n/a"}[t["passed"]]
-        rows.append((t["name"], t["family"], t["statistic_name"], _num(t["statistic"]),
-                     f"{t['comparison']} {t['threshold']:g}", _num(t["p_value"]), str(t["n"]),
-                     verdict))
+        interval = ("-" if t["lower"] is None and t["upper"] is None else
+                    f"[{_num(t['lower'], 2)}, {_num(t['upper'], 2)}]")
+        p = t["p_adjusted"] if t["primary"] else t["p_value"]
+        rows.append((t["name"], "P" if t["primary"] else "", t["statistic_name"],
+                     _num(t["statistic"]), interval, f"{t['comparison']} {t['threshold']:g}",
+                     _num(p), str(t["n"]), t["outcome"].replace("_", " ").upper()
+                     if t["outcome"] == "fail" else t["outcome"].replace("_", " ")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
              for r in rows]
@@ -69,9 +152,12 @@ def format_card(card: dict[str, Any]) -> str:
         sha[:12] for sha in (model.get("script_sha256") or {}).values())
     lines += [
         "",
-        f"card {card['key'][:12]}: {'PASSED' if card['passed'] else 'NOT PASSED'} "
-        f"({s['passed']} passed, {s['failed']} failed, {s['not_measurable']} not measurable)"
-        f"{' [quick: never opens a gate]' if card['quick'] else ''}",
+        "P: primary test (the card passes when every one passes; p Holm-adjusted across them)."
+        " The interval's bounds are one-sided 95 %; 'needs' is what the bound must clear.",
+        f"card {card['key'][:12]}: {'PASSED' if card['passed'] else 'NOT PASSED'} - "
+        f"{card['verdict']}{' [quick: never opens a gate]' if card['quick'] else ''}",
+        f"{s['passed']} passed, {s['failed']} failed, {s['inconclusive']} inconclusive, "
+        f"{s['not_informative']} not informative, {s['not_measurable']} not measurable",
         f"model {model['backend']}/{name}, "
         f"profile {cfg['profile']}; {card['battery'].get('decisions')} decisions, "
         f"{card['timing'].get('wall_s')} s wall, {card['timing'].get('cpu_s')} s CPU",

@@ -4,10 +4,10 @@ Every LLM run looks for the card of its exact configuration (``card.card_key``) 
 and records what it found in ``manifest.json`` under ``validity``: the gate, the key, the card's
 sha256 and status (``passed``, ``failed``, ``missing``), the tests that failed and, under
 ``warn``, the warning. ``validity.gate: block`` refuses a run (and ``sweep`` a sweep) whose card
-is missing or failed with a ``ConfigError`` (exit code 2) that names the failed tests and the
-``validate`` command to run. A run whose decisions no language model makes has no card to find
-(status ``not_applicable``). With ``gate: off``, a battery that cannot be read does not stop a
-run: the problem is recorded as status ``unavailable``.
+is missing or did not pass with a ``ConfigError`` (exit code 2) that names the primary tests
+that did not pass and the ``validate`` command to run. A run whose decisions no language model
+makes has no card to find (status ``not_applicable``). With ``gate: off``, a battery that cannot
+be read does not stop a run: the problem is recorded as status ``unavailable``.
 """
 
 from __future__ import annotations
@@ -42,12 +42,13 @@ def card_of(experiment: ResolvedExperiment) -> dict[str, Any]:
     plan = plan_battery(battery, experiment.domain, zone_probabilities(experiment))
     key = card_key(experiment, plan)
     found = find_card(cards_dir(config), key)
-    decisions = sum(1 for _ in plan.asks())
+    decisions = plan.decisions()
     if found is None:
         return {"key": key, "status": "missing", "card_path": None, "card_sha256": None,
                 "failed_tests": [], "decisions": decisions, "card": None, "text": None}
     card, text, sha, path = found
-    failed = [t["name"] for t in card["tests"] if t.get("passed") is False]
+    failed = [t["name"] for t in card["tests"] if t.get("primary") and t["outcome"] != "pass"
+              and t["outcome"] != "not_informative"]
     return {"key": key, "status": "passed" if card.get("passed") is True else "failed",
             "card_path": str(path), "card_sha256": sha, "failed_tests": failed,
             "decisions": decisions, "card": card, "text": text}
@@ -59,11 +60,13 @@ def _why(found: dict[str, Any], experiment: ResolvedExperiment) -> str:
         return (f"there is no validity card for this configuration (model, prompts, rules and "
                 f"battery; key {found['key'][:12]}) in {where}")
     card = found["card"]
-    failed = [f"{t['name']} ({t['statistic_name']} {_num(t['statistic'])}, needs "
-              f"{t['criterion']})" for t in card["tests"] if t.get("passed") is False]
+    failed = [f"{t['name']} ({t['outcome'].replace('_', ' ')}: {t['statistic_name']} "
+              f"{_num(t['statistic'])}, needs {t['criterion']})" for t in card["tests"]
+              if t["name"] in found["failed_tests"]]
     if not failed:
-        return f"its validity card {found['card_path']} has no passing test"
-    return f"its validity card {found['card_path']} failed: " + "; ".join(failed)
+        return f"its validity card {found['card_path']} did not pass ({card.get('verdict')})"
+    return (f"its validity card {found['card_path']} did not pass; primary tests that did "
+            "not: " + "; ".join(failed))
 
 
 def _num(value: Any) -> str:

@@ -2,11 +2,19 @@
 
 A reply is read as its first readable proposal (``probe.Reply``): the appraisal labels as ranks
 on the domain's scale (0 = lowest), the action, or whether the action has an effect
-(``share:insure``). Monotone, share, retest and coherence tests read the first ``k`` replicates
-of each vignette (the battery's ``replicates``), so every level weighs the same; invariance
-tests read every replicate of their two arms. Every result carries its statistic, the threshold
-and the criterion it was judged by, pass/fail (None: not measurable, with a note why) and the
-number of replies behind it.
+(``share:insure``). Each test reads the first replies it asked for of each of its vignettes
+(``plan.Sizing.per_vignette``), so every level weighs the same.
+
+**Three outcomes.** A test passes only on evidence: the one-sided confidence bound of its
+statistic clears the test's threshold (the smallest effect of interest, a non-inferiority
+margin, a tolerance or a largest rate). It fails when the opposite bound stays on the wrong
+side of that threshold (evidence that the effect is smaller, or the difference larger, than
+the threshold). Otherwise it is *inconclusive*: the replies cannot tell. In p-value form, a
+test passes when the p-value of "not good enough" is below ``alpha`` (for the primary tests,
+after Holm's correction across them, ``judge``), and fails when the p-value of "good enough"
+is. Two more outcomes say why a test has no verdict: *not informative* (the test cannot fail:
+the experiment's prompts do not state the varied fact, or no vignette offers the action it
+counts) and *not measurable* (no readable reply, no blocked proposal).
 """
 
 from __future__ import annotations
@@ -14,10 +22,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from governed_broker.config.agent_types import AgentTypesConfig
+from governed_broker.seeding import child_seed
 from governed_broker.validity import stats
 from governed_broker.validity.battery import (
     CoherenceTest,
@@ -30,6 +39,10 @@ from governed_broker.validity.battery import (
 from governed_broker.validity.plan import BatteryPlan
 from governed_broker.validity.probe import Reply
 
+#: The outcomes of a test, and what ``passed`` holds for each.
+OUTCOMES_OF_TESTS = {"pass": True, "fail": False, "inconclusive": None,
+                     "not_informative": None, "not_measurable": None}
+
 
 @dataclass(frozen=True)
 class TestResult:
@@ -37,19 +50,25 @@ class TestResult:
 
     Attributes:
         name / family / kind: The test, its family and its kind (``tests.yaml``).
+        primary: Whether the test decides the card.
+        outcome: ``pass``, ``fail``, ``inconclusive``, ``not_informative`` or
+            ``not_measurable``.
+        passed: True (pass), False (fail) or None (any other outcome).
         statistic: Its value (None: undefined, see ``note``).
         statistic_name: ``spearman_rho``, ``share``, ``total_variation``, ``icc_2_1``,
             ``krippendorff_alpha``, ``laundering_rate`` or ``contradiction_rate``.
-        threshold: The value the statistic is compared with.
-        comparison: How a passing statistic relates to the threshold (``>=``, ``<=``, ``>``,
-            ``<``), before any p-value condition (see ``criterion``).
+        lower / upper: One-sided confidence bounds at ``1 - alpha`` (unadjusted).
+        threshold: The value the bound must clear.
+        comparison: How a passing bound relates to the threshold (``>`` or ``<``).
         criterion: The whole pass rule in words.
-        passed: True / False, or None when the test could not be measured.
         n: Replies behind the statistic.
-        p_value: The test's p-value where it has one.
-        note: Why a test is not measurable, or what to read into its result.
+        p_value: p-value of "not good enough" (small: evidence for a pass), unadjusted.
+        p_adjusted: Holm-adjusted across the primary tests (the secondary tests' own).
+        p_fail: p-value of "good enough" (small: evidence for a fail).
+        sizing: How many replies it planned and its power at its design effect.
+        note: Why a test has no verdict, or what to read into its result.
         rationale: From ``tests.yaml``.
-        detail: What the report's figures draw (per level, per arm, per outcome).
+        detail: What the report's figures draw (per level, per arm or per outcome).
     """
 
     __test__ = False  # not a pytest class
@@ -57,22 +76,34 @@ class TestResult:
     name: str
     family: str
     kind: str
+    primary: bool
+    outcome: str
     statistic: float | None
     statistic_name: str
+    lower: float | None
+    upper: float | None
     threshold: float
     comparison: str
     criterion: str
-    passed: bool | None
     n: int
     p_value: float | None = None
+    p_adjusted: float | None = None
+    p_fail: float | None = None
+    sizing: dict[str, Any] = field(default_factory=dict)
     note: str = ""
     rationale: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def passed(self) -> bool | None:
+        """True for a pass, False for a fail, None otherwise."""
+        return OUTCOMES_OF_TESTS[self.outcome]
+
     def to_json(self) -> dict[str, Any]:
         """The card's form of the result (floats rounded to 4 decimals)."""
         data = asdict(self)
-        for key in ("statistic", "p_value"):
+        data["passed"] = self.passed
+        for key in ("statistic", "lower", "upper", "p_value", "p_adjusted", "p_fail"):
             if data[key] is not None:
                 data[key] = round(float(data[key]), 4)
         return data
@@ -90,17 +121,17 @@ class Readout:
     def __init__(self, plan: BatteryPlan, replies: Sequence[Reply],
                  domain: AgentTypesConfig) -> None:
         self.plan, self.domain = plan, domain
-        self.k = plan.battery.replicates
-        self.ranks = {label: i for i, label in enumerate(domain.pmt_labels.labels)}
+        self.scale = list(domain.pmt_labels.labels)
+        self.ranks = {label: i for i, label in enumerate(self.scale)}
         self.effects = {a: spec.effect for a, spec in domain.actions.items()}
         self.by_vignette: dict[str, list[Reply]] = {}
         for r in replies:
             self.by_vignette.setdefault(r.vignette, []).append(r)
 
-    def replies(self, vignette: str, all_replicates: bool = False) -> list[Reply]:
-        """Readable replies of a vignette (the first ``k`` replicates unless told)."""
+    def replies(self, vignette: str, k: int) -> list[Reply]:
+        """Readable replies among the first ``k`` replicates of a vignette."""
         return [r for r in self.by_vignette.get(vignette, [])
-                if r.action is not None and (all_replicates or r.replicate < self.k)]
+                if r.action is not None and r.replicate < k]
 
     def shown(self, reply: Reply, measure: str) -> str:
         """What a reply said about a measure, as written: a label or an action id."""
@@ -114,117 +145,192 @@ class Readout:
             return str(reply.action)
         return 1.0 if self.effects.get(str(reply.action)) == measure.split(":", 1)[1] else 0.0
 
+    def prompts(self, vignettes: Sequence[str]) -> set[str]:
+        """The distinct first prompts (context hashes) the vignettes were shown."""
+        return {r.context_hash for v in vignettes for r in self.by_vignette.get(v, [])}
 
-def _result(test: Any, **values: Any) -> TestResult:
-    return TestResult(name=test.name, family=test.family, kind=test.kind,
-                      rationale=" ".join(test.rationale.split()), **values)
+
+def _result(test: Any, k: int, plan: BatteryPlan, **values: Any) -> TestResult:
+    sizing = plan.sizes[test.name]
+    return TestResult(name=test.name, family=test.family, kind=test.kind, primary=test.primary,
+                      rationale=" ".join(test.rationale.split()),
+                      sizing={**sizing.to_json(), "per_vignette": k}, **values)
+
+
+def _judged(evidence: stats.Evidence | None, pass_when: str) -> dict[str, Any]:
+    """The p-values of a test whose pass needs the quantity ``above`` or ``below`` its threshold.
+
+    The outcome is decided by ``judge`` once every test is in.
+    """
+    if evidence is None:
+        return {"outcome": "not_measurable", "p_value": None, "p_fail": None}
+    above = pass_when == "above"
+    return {"outcome": "inconclusive",
+            "p_value": evidence.p_above if above else evidence.p_below,
+            "p_fail": evidence.p_below if above else evidence.p_above}
 
 
 def monotone(test: MonotoneTest, read: Readout, alpha: float) -> TestResult:
-    """Spearman's rho between level and measure, judged as ``test.expect`` says."""
+    """Spearman's rho between level and measure against its threshold.
+
+    The threshold is the smallest effect of interest (directional) or the non-inferiority margin
+    (guard).
+    """
+    k = read.plan.sizes[test.name].per_vignette
     xs, ys, levels = [], [], []
+    keys = [level.vignette for level in read.plan.levels[test.name]]
     for level in read.plan.levels[test.name]:
-        replies = read.replies(level.vignette)
-        values = [read.value(r, test.measure) for r in replies]
+        replies = read.replies(level.vignette, k)
+        values = [float(read.value(r, test.measure)) for r in replies]
         xs += [level.x] * len(values)
         ys += values
         levels.append({"label": level.label, "x": level.x, "n": len(values),
                        "mean": sum(values) / len(values) if values else None,
                        "counts": dict(Counter(read.shown(r, test.measure) for r in replies))})
-    increasing = test.expect in ("increase", "not_decrease")
-    wrong_way = test.expect.startswith("not_")
-    alternative = "less" if increasing == wrong_way else "greater"
-    rho, p = stats.spearman(xs, ys, alternative)
-    sign = 1.0 if alternative == "greater" else -1.0
-    threshold = sign * test.min_rho
-    significant = rho is not None and sign * rho >= test.min_rho and p is not None and p < alpha
-    side = ">=" if sign > 0 else "<="
-    note = ""
-    if rho is None:
-        note = (f"the same {test.measure} in all {len(ys)} replies: "
-                + ("nothing moved the wrong way" if wrong_way
-                   else "the replies do not respond to the varied fact"))
-    if wrong_way:
-        passed = None if len(ys) < 3 else not significant
-        comparison = "<" if sign > 0 else ">"
-        criterion = (f"fails when rho {side} {threshold:+.2f} with one-sided p < {alpha:g} "
-                     f"({test.measure} must not {test.expect.removeprefix('not_')})")
+    sign = 1.0 if test.expect in ("increase", "not_decrease") else -1.0
+    floor = test.floor
+    evidence = stats.correlation_evidence(xs, [sign * y for y in ys], floor, alpha)
+    threshold = sign * floor
+    side = ">" if sign > 0 else "<"
+    if test.guard:
+        criterion = (f"rho's one-sided {1 - alpha:.0%} bound {side} {threshold:+.2f} (no "
+                     f"{test.expect.removeprefix('not_')} as large as {test.smallest_effect:g})")
     else:
-        passed = None if len(ys) < 3 else significant
-        comparison = side
-        criterion = f"rho {side} {threshold:+.2f} and one-sided p < {alpha:g}"
-    if len(ys) < 3:
+        criterion = (f"rho's one-sided {1 - alpha:.0%} bound {side} {threshold:+.2f} "
+                     f"(smallest effect of interest)")
+    note = ""
+    if evidence is None:
         note = f"only {len(ys)} readable replies"
-    return _result(test, statistic=rho, statistic_name="spearman_rho", threshold=threshold,
-                   comparison=comparison, criterion=criterion, passed=passed, n=len(ys),
-                   p_value=p, note=note,
+    elif len(set(ys)) == 1:
+        note = (f"the same {test.measure} in all {len(ys)} replies: rho taken as 0 (no "
+                "response to the varied fact)")
+    judged = _judged(evidence, "above")
+    if len(read.prompts(keys)) == 1 and evidence is not None:
+        judged["outcome"] = "not_informative"
+        note = (f"every level of {test.vary} gives the same prompt: the experiment's prompts "
+                "do not state this fact, so no reply can respond to it")
+    return _result(test, k, read.plan, statistic=None if evidence is None else
+                   sign * evidence.estimate, statistic_name="spearman_rho",
+                   **_bounds(evidence, sign), threshold=threshold, comparison=side,
+                   criterion=criterion, n=len(ys), note=note, **judged,
                    detail={"measure": test.measure, "expect": test.expect, "levels": levels})
 
 
-def share_at_most(test: ShareTest, read: Readout) -> TestResult:
-    """The share of replies whose action has the measured effect, at most ``max_share``."""
-    values, levels = [], []
+def _bounds(evidence: stats.Evidence | None, sign: float = 1.0) -> dict[str, float | None]:
+    """The evidence's bounds on the statistic's own scale (``sign`` -1 swaps them)."""
+    if evidence is None:
+        return {"lower": None, "upper": None}
+    lower, upper = evidence.lower, evidence.upper
+    if sign < 0:
+        lower, upper = (None if upper is None else -upper), (None if lower is None else -lower)
+    return {"lower": lower, "upper": upper}
+
+
+def share_at_most(test: ShareTest, read: Readout, alpha: float) -> TestResult:
+    """The share of replies whose action has the measured effect, below ``max_share``."""
+    k = read.plan.sizes[test.name].per_vignette
+    effect = test.measure.split(":", 1)[1]
+    values, levels, offered = [], [], False
     for level in read.plan.levels[test.name]:
-        level_values = [read.value(r, test.measure) for r in read.replies(level.vignette)]
+        replies = read.replies(level.vignette, k)
+        offered |= any(read.effects.get(a) == effect for r in replies for a in r.allowed)
+        level_values = [float(read.value(r, test.measure)) for r in replies]
         values += level_values
         levels.append({"label": level.label, "x": level.x, "n": len(level_values),
                        "mean": (sum(level_values) / len(level_values)) if level_values else None})
-    share = sum(values) / len(values) if values else None
-    return _result(test, statistic=share, statistic_name="share", threshold=test.max_share,
-                   comparison="<=", criterion=f"share <= {test.max_share:g}",
-                   passed=None if share is None else share <= test.max_share, n=len(values),
-                   note="" if values else "no readable replies",
+    evidence = stats.rate_evidence(int(sum(values)), len(values), test.max_share, alpha)
+    judged = _judged(evidence, "below")
+    note = "" if values else "no readable replies"
+    if values and not offered:
+        judged["outcome"] = "not_informative"
+        note = (f"no vignette of the test offers an action with the effect {effect!r}: a reply "
+                "held to the offered actions (the reply schema's enum) cannot propose one, so "
+                "the test cannot fail")
+    return _result(test, k, read.plan, statistic=None if evidence is None else evidence.estimate,
+                   statistic_name="share", **_bounds(evidence), threshold=test.max_share,
+                   comparison="<", criterion=f"share's one-sided {1 - alpha:.0%} upper bound "
+                   f"< {test.max_share:g}", n=len(values), note=note, **judged,
                    detail={"measure": test.measure, "levels": levels})
 
 
-def invariance(test: InvarianceTest, read: Readout, alpha: float, permutations: int,
+def invariance(test: InvarianceTest, read: Readout, alpha: float, resamples: int,
                seed: int) -> TestResult:
-    """Total variation between the base arm's and the variant arm's first proposals."""
+    """Equivalence of the base arm's and the variant arm's first proposals.
+
+    The bootstrap upper bound of their total variation below the tolerance.
+    """
+    k = read.plan.sizes[test.name].per_vignette
     base_key, variant_key = read.plan.arms[test.name]
-    base = [str(r.action) for r in read.replies(base_key, all_replicates=True)]
-    variant = [str(r.action) for r in read.replies(variant_key, all_replicates=True)]
-    criterion = f"fails when TV > {test.max_tv:g} with permutation p < {alpha:g}"
+    base = [str(r.action) for r in read.replies(base_key, k)]
+    variant = [str(r.action) for r in read.replies(variant_key, k)]
+    criterion = (f"TV's one-sided {1 - alpha:.0%} bootstrap upper bound < {test.tolerance:g} "
+                 "(equivalence)")
     detail = {"base": dict(Counter(base)), "variant": dict(Counter(variant)),
               "variant_kind": test.variant}
+    common = {"statistic_name": "total_variation", "threshold": test.tolerance,
+              "comparison": "<", "criterion": criterion, "detail": detail}
     if test.variant == "synonyms" and not read.plan.battery.vignettes.synonyms:
-        return _result(test, statistic=None, statistic_name="total_variation",
-                       threshold=test.max_tv, comparison="<=", criterion=criterion, passed=None,
-                       n=0, note="vignettes.yaml gives no synonyms", detail=detail)
+        return _result(test, k, read.plan, outcome="not_informative", statistic=None,
+                       lower=None, upper=None, n=0, note="vignettes.yaml gives no synonyms",
+                       **common)
     if not base or not variant:
-        return _result(test, statistic=None, statistic_name="total_variation",
-                       threshold=test.max_tv, comparison="<=", criterion=criterion, passed=None,
-                       n=len(base) + len(variant), note="an arm has no readable reply",
-                       detail=detail)
-    tv = stats.total_variation(base, variant)
-    p = stats.tv_permutation_p(base, variant, permutations, seed)
-    return _result(test, statistic=tv, statistic_name="total_variation", threshold=test.max_tv,
-                   comparison="<=", criterion=criterion,
-                   passed=not (tv > test.max_tv and p < alpha), n=len(base) + len(variant),
-                   p_value=p, detail=detail)
+        return _result(test, k, read.plan, outcome="not_measurable", statistic=None,
+                       lower=None, upper=None, n=len(base) + len(variant),
+                       note="an arm has no readable reply", **common)
+    evidence = stats.tv_evidence(base, variant, test.tolerance, alpha, resamples,
+                                 child_seed(seed, "bootstrap", test.name))
+    return _result(test, k, read.plan, statistic=evidence.estimate, **_bounds(evidence),
+                   n=len(base) + len(variant), **_judged(evidence, "below"), **common)
 
 
-def retest(test: RetestTest, read: Readout) -> TestResult:
-    """Agreement of the replicates of every main vignette (ICC(2,1) or Krippendorff's alpha)."""
-    rows = []
-    for v in read.plan.main_vignettes():
-        values = [read.value(r, test.measure) for r in read.replies(v.key)]
-        if len(values) == read.k:
+def retest(test: RetestTest, read: Readout, alpha: float, resamples: int,
+           seed: int) -> TestResult:
+    """Agreement of the replicates across the grid's vignettes.
+
+    ICC(2,1) of the ranks, or Krippendorff's alpha of the decisions, with a within-vignette
+    agreement index.
+    """
+    k = read.plan.sizes[test.name].per_vignette
+    rows, agreement, allowed = [], [], []
+    for key in read.plan.grids[test.name]:
+        replies = read.replies(key, k)
+        values = [read.value(r, test.measure) for r in replies]
+        if test.measure == "decision":
+            if len(values) >= 2 and replies and len(replies[0].allowed) >= 2:
+                agreement.append(stats.bennett_s(values, len(replies[0].allowed)))
             rows.append(values)
+            allowed.append(len(replies[0].allowed) if replies else 0)
+        elif len(values) == k:  # ICC needs a complete table
+            rows.append(values)
+            agreement.append(stats.rwg([float(v) for v in values], len(read.scale)))
     n = sum(len(row) for row in rows)
     if test.measure == "decision":
-        name, value = "krippendorff_alpha", stats.krippendorff_nominal(rows)
+        name = "krippendorff_alpha"
+        evidence = stats.alpha_evidence(rows, test.smallest_effect, alpha, resamples,
+                                        child_seed(seed, "bootstrap", test.name))
     else:
-        name, value = "icc_2_1", stats.icc_2_1(rows)
+        name = "icc_2_1"
+        evidence = stats.icc_evidence(rows, test.smallest_effect, alpha)
     note = ""
-    if value is None:
-        note = (f"undefined: {len(rows)} vignettes with all {read.k} replies readable, and "
-                f"every one gave the same {test.measure}" if rows else "no complete vignette")
-    spread = [{"mean": _mean(row), "distinct": len(set(row))} for row in rows]
-    return _result(test, statistic=value, statistic_name=name, threshold=test.min_value,
-                   comparison=">=", criterion=f"{name} >= {test.min_value:g}",
-                   passed=None if value is None else value >= test.min_value, n=n, note=note,
-                   detail={"measure": test.measure, "vignettes": len(rows), "k": read.k,
-                           "per_vignette": spread})
+    if evidence is None:
+        note = "fewer than two vignettes with complete replies"
+    elif evidence.estimate is None:
+        note = (f"every reply gave the same {test.measure}: the replies do not tell the "
+                "vignettes apart")
+    index = stats.mean_evidence(agreement, 0.0, alpha)
+    detail = {"measure": test.measure, "vignettes": len(rows), "k": k, "grid": test.grid,
+              "agreement": {"index": "bennett_s" if test.measure == "decision" else "rwg",
+                            "mean": None if index is None else index.estimate,
+                            "lower": None if index is None else index.lower,
+                            "upper": None if index is None else index.upper,
+                            "per_vignette": [round(a, 4) for a in agreement]},
+              "per_vignette": [{"mean": _mean(row), "distinct": len(set(row))} for row in rows]}
+    return _result(test, k, read.plan, statistic=None if evidence is None else
+                   evidence.estimate, statistic_name=name, **_bounds(evidence),
+                   threshold=test.smallest_effect, comparison=">",
+                   criterion=f"{name}'s one-sided {1 - alpha:.0%} lower bound > "
+                   f"{test.smallest_effect:g}", n=n, note=note, **_judged(evidence, "above"),
+                   detail=detail)
 
 
 def _mean(values: Sequence[float | str]) -> float | None:
@@ -237,8 +343,11 @@ OUTCOMES = ("changed_action", "changed_labels_only", "held_on", "unreadable")
 
 
 def outcome(reply: Reply) -> str:
-    """How a blocked proposal ended: the accepted reply changed the action, changed only the
-    labels (laundering), the model held on until the re-asks ran out, or nothing readable."""
+    """How a blocked proposal ended.
+
+    The accepted reply changed the action, changed only the labels (laundering), the model held on
+    until the re-asks ran out, or nothing readable.
+    """
     if reply.final_action is None or reply.status == "parse_failed":
         return "unreadable"
     if reply.final_action != reply.action:
@@ -249,23 +358,26 @@ def outcome(reply: Reply) -> str:
     return "held_on"
 
 
-def laundering(test: LaunderingTest, read: Readout) -> TestResult:
+def laundering(test: LaunderingTest, read: Readout, alpha: float) -> TestResult:
     """Share of blocked proposals whose accepted reply kept the action and changed a label."""
+    k = read.plan.sizes[test.name].per_vignette
     triggered = [r for key in read.plan.triggers[test.name]
-                 for r in read.by_vignette.get(key, []) if r.blocked]
-    natural = [r for v in read.plan.main_vignettes() for r in read.replies(v.key) if r.blocked]
+                 for r in read.by_vignette.get(key, []) if r.blocked and r.replicate < k]
+    natural = [r for v in read.plan.main_vignettes()
+               for r in read.replies(v.key, v.replicates) if r.blocked]
     counts = {"trigger": Counter(outcome(r) for r in triggered),
               "model": Counter(outcome(r) for r in natural)}
     n = len(triggered) + len(natural)
     laundered = counts["trigger"]["changed_labels_only"] + counts["model"]["changed_labels_only"]
-    rate = laundered / n if n else None
+    evidence = stats.rate_evidence(laundered, n, test.max_rate, alpha)
     note = "" if n else ("no proposal was blocked: under this profile no ERROR rule fires on "
                          "the triggers (is governance.profile 'disabled'?)")
     detail = {src: {o: c[o] for o in OUTCOMES} for src, c in counts.items()}
-    return _result(test, statistic=rate, statistic_name="laundering_rate",
-                   threshold=test.max_rate, comparison="<=",
-                   criterion=f"laundering rate <= {test.max_rate:g}",
-                   passed=None if rate is None else rate <= test.max_rate, n=n, note=note,
+    return _result(test, k, read.plan, statistic=None if evidence is None else
+                   evidence.estimate, statistic_name="laundering_rate", **_bounds(evidence),
+                   threshold=test.max_rate, comparison="<",
+                   criterion=f"laundering rate's one-sided {1 - alpha:.0%} upper bound < "
+                   f"{test.max_rate:g}", n=n, note=note, **_judged(evidence, "below"),
                    detail=detail)
 
 
@@ -274,12 +386,11 @@ def contradicts(reason: str, effect: str, patterns: Mapping[str, Sequence[str]])
     return any(re.search(p, reason, flags=re.IGNORECASE) for p in patterns.get(effect, ()))
 
 
-def coherence(test: CoherenceTest, read: Readout) -> TestResult:
+def coherence(test: CoherenceTest, read: Readout, alpha: float) -> TestResult:
     """Share of the model's first proposals whose reason contradicts their action."""
-    checked, examples = 0, []
-    hits = 0
+    checked, hits, examples = 0, 0, []
     for v in read.plan.main_vignettes():
-        for r in read.replies(v.key):
+        for r in read.replies(v.key, v.replicates):
             if not r.reason:
                 continue
             checked += 1
@@ -287,33 +398,57 @@ def coherence(test: CoherenceTest, read: Readout) -> TestResult:
                 hits += 1
                 if len(examples) < 5:
                     examples.append({"action": r.action, "reason": r.reason[:200]})
-    rate = hits / checked if checked else None
-    return _result(test, statistic=rate, statistic_name="contradiction_rate",
-                   threshold=test.max_rate, comparison="<=",
-                   criterion=f"contradiction rate <= {test.max_rate:g}",
-                   passed=None if rate is None else rate <= test.max_rate, n=checked,
+    evidence = stats.rate_evidence(hits, checked, test.max_rate, alpha)
+    return _result(test, 1, read.plan, statistic=None if evidence is None else
+                   evidence.estimate, statistic_name="contradiction_rate", **_bounds(evidence),
+                   threshold=test.max_rate, comparison="<",
+                   criterion=f"contradiction rate's one-sided {1 - alpha:.0%} upper bound < "
+                   f"{test.max_rate:g}", n=checked,
                    note="" if checked else "no reply with a reason",
+                   **_judged(evidence, "below"),
                    detail={"contradicting": hits, "examples": examples})
 
 
 def run_tests(plan: BatteryPlan, replies: Sequence[Reply],
               domain: AgentTypesConfig) -> list[TestResult]:
-    """Every test of the plan's battery, in ``tests.yaml`` order."""
+    """Every test of the plan's battery, in ``tests.yaml`` order, judged (``judge``)."""
     read = Readout(plan, replies, domain)
     settings = plan.battery.tests
+    alpha, seed, resamples = settings.alpha, settings.seed, settings.resamples
     results = []
     for test in settings.tests:
         if isinstance(test, MonotoneTest):
-            results.append(monotone(test, read, settings.alpha))
+            results.append(monotone(test, read, alpha))
         elif isinstance(test, ShareTest):
-            results.append(share_at_most(test, read))
+            results.append(share_at_most(test, read, alpha))
         elif isinstance(test, InvarianceTest):
-            results.append(invariance(test, read, settings.alpha, settings.permutations,
-                                      settings.seed))
+            results.append(invariance(test, read, alpha, resamples, seed))
         elif isinstance(test, RetestTest):
-            results.append(retest(test, read))
+            results.append(retest(test, read, alpha, resamples, seed))
         elif isinstance(test, LaunderingTest):
-            results.append(laundering(test, read))
+            results.append(laundering(test, read, alpha))
         else:
-            results.append(coherence(test, read))
-    return results
+            results.append(coherence(test, read, alpha))
+    return judge(results, alpha)
+
+
+def judge(results: Sequence[TestResult], alpha: float) -> list[TestResult]:
+    """Each test's outcome.
+
+    Holm-adjust the pass p-values of the primary tests that have a verdict to give (not informative
+    or not measurable ones are left out of the family), then pass when the (adjusted) p-value is
+    below ``alpha``, fail when the fail p-value is, and inconclusive otherwise.
+    """
+    family = [i for i, r in enumerate(results) if r.primary and r.outcome == "inconclusive"]
+    p_values = [1.0 if results[i].p_value is None else results[i].p_value for i in family]
+    adjusted = dict(zip(family, stats.holm(p_values), strict=True))
+    out = []
+    for i, r in enumerate(results):
+        if r.outcome != "inconclusive":
+            out.append(r)
+            continue
+        p = adjusted.get(i, r.p_value)
+        verdict = ("pass" if p is not None and p < alpha else
+                   "fail" if r.p_fail is not None and r.p_fail < alpha else "inconclusive")
+        out.append(replace(r, outcome=verdict, p_adjusted=p))
+    return out

@@ -36,9 +36,8 @@ from governed_broker.llm.readout import (
     read_distributions,
 )
 from governed_broker.llm.sampling import resolve_sampling
-from governed_broker.seeding import child_seed
 from governed_broker.validity.battery import MonotoneTest, ShareTest, load_battery
-from governed_broker.validity.plan import BatteryPlan, Vignette, plan_battery
+from governed_broker.validity.plan import BatteryPlan, Vignette, common_seed, plan_battery
 from governed_broker.validity.probe import Prober, synonym_context
 from governed_broker.validity.situations import zone_probabilities
 
@@ -68,6 +67,7 @@ class VignetteDistributions:
         return self.reply.field(FIELDS[measure]).distribution()
 
     def to_json(self) -> dict[str, Any]:
+        """The vignette, its distributions and the reply they were read from, as JSON."""
         v = self.vignette
         return {"vignette": v.key, "arm": v.arm, "uses": v.uses,
                 "spec": v.spec.model_dump(mode="json"), "allowed_actions": list(self.allowed),
@@ -100,9 +100,11 @@ class BatteryDistributions:
         raise KeyError(key)
 
     def expected(self, vignette: VignetteDistributions, measure: str) -> float:
-        """A measure's expectation under the vignette's distributions: the expected rank of a
-        label (``threat``, ``coping``; 0 for the scale's first label), or the probability of
-        an action with an effect (``share:<effect>``)."""
+        """A measure's expectation under the vignette's distributions.
+
+        the expected rank of a label (``threat``, ``coping``; 0 for the scale's first label), or the
+        probability of an action with an effect (``share:<effect>``).
+        """
         if measure in ("threat", "coping"):
             return sum(self.labels.index(label) * p
                        for label, p in vignette.distribution(measure).items())
@@ -113,10 +115,13 @@ class BatteryDistributions:
         raise ValueError(f"no expectation of measure {measure!r}")
 
     def level_means(self) -> list[dict[str, Any]]:
-        """For each monotone or share test: its measure and, per level, the expectation."""
+        """For each monotone or share test read: its measure and, per level, the expectation."""
         out = []
+        read = {v.vignette.key for v in self.vignettes}
         for test in self.plan.battery.tests.tests:
             if not isinstance(test, MonotoneTest | ShareTest) or test.measure == "decision":
+                continue
+            if any(lv.vignette not in read for lv in self.plan.levels[test.name]):
                 continue
             expect = (test.expect if isinstance(test, MonotoneTest)
                       else f"at most {test.max_share}")
@@ -128,14 +133,25 @@ class BatteryDistributions:
         return out
 
     def to_json(self) -> dict[str, Any]:
+        """Every vignette's distributions and each test's expected measure by level, as JSON."""
         return {"provenance": self.provenance, "labels": list(self.labels),
                 "vignettes": [v.to_json() for v in self.vignettes],
                 "tests": self.level_means()}
 
 
+def primary_vignettes(plan: BatteryPlan) -> set[str]:
+    """The keys of the vignettes the battery's primary tests read (levels, arms, grids)."""
+    keys: set[str] = set()
+    for name in plan.battery.tests.primaries:
+        keys |= {level.vignette for level in plan.levels.get(name, [])}
+        keys |= set(plan.arms.get(name, ())) | set(plan.grids.get(name, []))
+    return keys
+
+
 def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | None = None,
                  backend: LLMBackend | None = None, source: TokenSource | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> BatteryDistributions:
+                 progress: Callable[[int, int], None] | None = None,
+                 primary_only: bool = False) -> BatteryDistributions:
     """Read every vignette of the experiment's battery (arms ``READ_ARMS``) once.
 
     Args:
@@ -144,6 +160,8 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
         backend: A ready backend (tests); default: the experiment's.
         source: Ready token probabilities (tests); default: the backend's.
         progress: Called with (vignettes read, vignettes in all) after each.
+        primary_only: Read only the vignettes of the primary tests (``primary_vignettes``);
+            the other tests' measures are then not available.
 
     Raises:
         ConfigError: no ``llm:`` section, a broken battery.
@@ -155,7 +173,8 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
                           "set decision.maker: llm and give an llm: section")
     battery = load_battery(config.resolve_path(config.validity.battery_dir), experiment.domain)
     plan = plan_battery(battery, experiment.domain, zone_probabilities(experiment))
-    todo = [v for v in plan.vignettes.values() if v.arm in READ_ARMS]
+    wanted = primary_vignettes(plan) if primary_only else set(plan.vignettes)
+    todo = [v for v in plan.vignettes.values() if v.arm in READ_ARMS and v.key in wanted]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="readout-") as work:
         prober = Prober(experiment, plan, Path(work), backend=backend)
@@ -164,7 +183,8 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
             read = [_read(prober, v, source, settings) for v in _counted(todo, progress)]
             provenance = {"model": prober.backend.describe(), "source": source.name,
                           "top_k": (settings or ReadoutSettings()).top_k,
-                          "vignettes": len(read), "passes": sum(r.reply.passes for r in read),
+                          "vignettes": len(read), "primary_only": primary_only,
+                          "passes": sum(r.reply.passes for r in read),
                           "wall_s": round(time.perf_counter() - start, 1)}
         finally:
             prober.broker.close()
@@ -181,8 +201,11 @@ def _counted(todo: Sequence[Vignette], progress: Callable[[int, int], None] | No
 
 
 def vignette_request(prober: Prober, vignette: Vignette) -> tuple[LLMRequest, tuple[str, ...]]:
-    """The first request the battery's broker sends for a vignette (its arm's listing and
-    descriptions; replicate 0's seed), and the actions it offers."""
+    """The first request the battery's broker sends for a vignette, and the actions it offers.
+
+    The request has its arm's listing and descriptions and replicate 0's common seed (the seed
+    the battery's backend sends the first attempt with).
+    """
     situation = prober.situation(vignette, 0)
     context = prober.broker.context
     if vignette.arm == "synonyms":
@@ -192,8 +215,7 @@ def vignette_request(prober: Prober, vignette: Vignette) -> tuple[LLMRequest, tu
     assert llm is not None  # a Prober's experiment has one
     request = LLMRequest.of(prompt.messages, json_schema=prompt.json_schema,
                             **resolve_sampling(llm).request_fields(),
-                            seed=child_seed(prober.seed, "decision", situation.agent_id,
-                                            situation.year, 0),
+                            seed=common_seed(prober.seed, 0, 0),
                             max_tokens=llm.max_tokens, num_ctx=llm.num_ctx, tag="decision")
     return request, situation.allowed_actions
 
@@ -211,5 +233,6 @@ class ProgressLine:
         self.start = time.perf_counter()
 
     def __call__(self, done: int, total: int) -> None:
+        """Print how many vignettes are read, and the seconds since the start."""
         print(f"readout: {done}/{total} vignettes, {time.perf_counter() - self.start:.0f} s",
               file=sys.stderr, flush=True)

@@ -30,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "server)")
     parser.add_argument("--json", type=Path, default=None, metavar="FILE",
                         help="also write every distribution and the positions read to FILE")
+    parser.add_argument("--primary-only", action="store_true",
+                        help="read only the vignettes of the primary tests (the card's verdict)")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines")
     parser.set_defaults(func=cmd_readout)
     return parser
@@ -49,7 +51,8 @@ def cmd_readout(args: argparse.Namespace) -> int:
     settings = ReadoutSettings() if args.top_k is None else ReadoutSettings(top_k=args.top_k)
     experiment = resolve_experiment(load_experiment(args.experiment, args.overrides))
     result = read_battery(experiment, settings,
-                          progress=None if args.no_progress else ProgressLine())
+                          progress=None if args.no_progress else ProgressLine(),
+                          primary_only=args.primary_only)
     print(format_readout(result))
     if args.json is not None:
         write_atomic(args.json, json.dumps(result.to_json(), indent=1) + "\n")

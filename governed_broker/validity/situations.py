@@ -12,7 +12,8 @@ retrieved by that engine (``sim.memory_bridge.WorldMemory``). A vignette househo
 loans and has no unrepaired damage; its state in the programmes is that of a household new to
 the run unless its ``programme_state`` says otherwise. The history a vignette gives its memory
 is its floods, its quiet years and what the neighbours did each year (past decisions are not
-recorded).
+recorded); a vignette with ``memory_fidelity`` shows every memory at that fidelity, whatever
+its age.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from governed_broker.config.base import ConfigError
-from governed_broker.config.damage import DamageTable, load_damage_table
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.loader import fixed_events, hazard_with_paths
 from governed_broker.config.resolved import ResolvedExperiment
@@ -44,19 +44,16 @@ class SituationBuilder:
     def __init__(self, experiment: ResolvedExperiment, seed: int) -> None:
         self.config: ExperimentConfig = experiment.config.model_copy(update={"seed": seed})
         self.domain = experiment.domain
-        self.damage_table: DamageTable = load_damage_table(
-            self.config.resolve_path(self.config.damage.table))
+        #: The experiment with the battery's seed (its config hash is not the run's).
+        self.experiment = dataclasses.replace(experiment, config=self.config)
         self._zones: dict[str, Hazard] = {}
         self._recalled: dict[str, dict[str, Any] | None] = {}
 
     def build(self, spec: VignetteSpec, agent_id: int,
               order: tuple[str, ...] | None = None) -> HouseholdSituation:
         """The situation of ``spec``; ``order`` lists the allowed actions in another order."""
-        world = self._world(spec)
-        situation = world.situation(
-            spec.flood_depth_m, spec.neighbours.model_dump(), damage_factor=spec.damage_factor,
-            price_factor=spec.cost_factor, order=order,
-            recall=lambda allowed: self._recall(spec, allowed))
+        situation = self._world(spec).situation(
+            order=order, recall=lambda allowed: self._recall(spec, allowed))
         return dataclasses.replace(situation, agent_id=agent_id)
 
     def _world(self, spec: VignetteSpec) -> WorldOfOne:
@@ -64,16 +61,18 @@ class SituationBuilder:
         ago = [f.years_ago for f in spec.earlier_floods]
         flooded = spec.flood_depth_m > 0
         household = Household(
-            tenure=spec.tenure, flood_zone=spec.flood_zone, income_usd=spec.income_usd,
-            savings_usd=spec.savings_usd, structure_value_usd=spec.structure_value_usd,
+            year=spec.year, depth_m=spec.flood_depth_m,
+            neighbour_shares=spec.neighbours.model_dump(), damage_factor=spec.damage_factor,
+            price_factor=spec.cost_factor, tenure=spec.tenure, flood_zone=spec.flood_zone,
+            income_usd=spec.income_usd, savings_usd=spec.savings_usd,
+            structure_value_usd=spec.structure_value_usd,
             contents_value_usd=spec.contents_value_usd, elevated=spec.elevated,
             insured=spec.insured, trust_insurance=spec.trust_insurance,
             trust_neighbours=spec.trust_neighbours,
             years_since_flood=0 if flooded else (min(ago) if ago else None),
             floods_experienced=len(ago) + int(flooded), programme_state=spec.programme_state)
         try:
-            return WorldOfOne(self.config, self.domain, self.damage_table,
-                              self._zone(spec.flood_zone), household, spec.year)
+            return WorldOfOne(self.experiment, self._zone(spec.flood_zone), household)
         except ValueError as exc:
             raise ConfigError(f"validity vignette: {exc}") from exc
 
@@ -91,8 +90,10 @@ class SituationBuilder:
         return self._zones[name]
 
     def _recall(self, spec: VignetteSpec, allowed: tuple[str, ...]) -> dict[str, Any] | None:
-        """What the experiment's memory engine retrieves after the vignette's history (the
-        same for every replicate and arm of a vignette)."""
+        """What the experiment's memory engine retrieves after the vignette's history.
+
+        The same for every replicate and arm of a vignette.
+        """
         if self.config.memory.engine == "none":
             return None
         key = spec.model_dump_json()
@@ -117,17 +118,22 @@ class SituationBuilder:
         for year in range(1, spec.year + 1):
             depth = floods.get(year, 0.0)
             if depth > 0:
-                damage, payout = now.losses(depth, spec.damage_factor)
+                damage, payout = now.losses(depth)
                 memory.record_flood(year, depth, damage, payout, insured=spec.insured,
                                     elevated=spec.elevated)
             else:
-                memory.record_no_flood(year)
+                memory.record_no_flood(year, insured=spec.insured, elevated=spec.elevated)
             if year == spec.year:
                 break
             memory.record_neighbours(year, shares)
             world.end_year(year, idx)
         arrays = {k: np.array([v]) for k, v in shares.items()}
-        return world.perceive(spec.year, idx, arrays, [allowed])[0]
+        recalled = world.perceive(spec.year, idx, arrays, [allowed])[0]
+        if spec.memory_fidelity is not None:  # the same words whatever the memory's age
+            recalled["memories"] = tuple(
+                m if m.kind == "insight" else dataclasses.replace(m, fidelity=spec.memory_fidelity)
+                for m in recalled["memories"])
+        return recalled
 
 
 def _known_zones(config: ExperimentConfig) -> set[str] | None:
@@ -144,8 +150,10 @@ def _known_zones(config: ExperimentConfig) -> set[str] | None:
 
 
 def zone_probabilities(experiment: ResolvedExperiment) -> dict[str, float]:
-    """The experiment's zones and their annual flood probabilities as households are told
-    them (empty for a hazard mode whose zones are not listed)."""
+    """The experiment's zones and their annual flood probabilities as households are told them.
+
+    Empty for a hazard mode whose zones are not listed.
+    """
     zones = _known_zones(experiment.config)
     if not zones:
         return {}

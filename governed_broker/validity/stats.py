@@ -1,17 +1,30 @@
 """The statistics of the battery, each a small function over plain numbers.
 
-- ``spearman``: Spearman's rho with a one-sided p-value (scipy; ties get average ranks, the
-  p-value uses the t approximation);
-- ``icc_2_1``: ICC(2,1), two-way random effects, absolute agreement, single rater
-  (Shrout & Fleiss 1979), for targets x raters with no missing cell;
-- ``krippendorff_nominal``: Krippendorff's alpha for nominal data, any number of values per
-  unit (units with fewer than two values are left out; Krippendorff 2004, ch. 11);
-- ``total_variation`` and ``tv_permutation_p``: the total variation distance between two
-  samples' category distributions and the share of label permutations giving at least as large
-  a distance (seeded).
+Point estimates:
 
-Each returns None (or NaN-free None pairs) where the statistic is undefined, e.g. when every
-value is the same: a constant answer carries no information about the question.
+- ``spearman``: Spearman's rho with a one-sided p-value against zero (scipy; ties get average
+  ranks; used by the validity measures of a finished run);
+- ``krippendorff_nominal``: Krippendorff's alpha for nominal data (Krippendorff 2004, ch. 11);
+- ``total_variation``: the total variation distance between two samples' category shares;
+- ``rwg`` and ``bennett_s``: within-vignette agreement of ordinal labels (James, Demaree &
+  Wolf 1984) and of nominal choices (Bennett, Alpert & Goldstein 1954), each against replies
+  drawn uniformly, so that neither depends on how much the vignettes differ.
+
+Evidence against a threshold (``Evidence``: an estimate, its one-sided lower and upper bounds
+and the p-values of the two one-sided tests), the form every test of the battery is judged in:
+
+- ``correlation_evidence``: Spearman's rho with the Fisher-z interval of Bonett & Wright
+  (2000), variance (1 + rho^2 / 2) / (n - 3);
+- ``icc_evidence``: ICC(A,1) with McGraw & Wong's (1996, Tables 7-8) F-based interval and their
+  F test of ICC <= rho0;
+- ``tv_evidence``: total variation with percentile-bootstrap bounds (each arm resampled from
+  its own replies; Efron & Tibshirani 1993);
+- ``alpha_evidence``: Krippendorff's alpha with bootstrap bounds over the units (vignettes);
+- ``rate_evidence``: a share with Wilson (1927) score bounds and the score test;
+- ``mean_evidence``: a mean with Student-t bounds (the agreement indices over vignettes).
+
+``holm`` adjusts p-values for the primary tests (Holm 1979). Each function returns None (or a
+``None`` estimate) where the statistic is undefined, e.g. when every value is the same.
 """
 
 from __future__ import annotations
@@ -19,15 +32,40 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as _scipy
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What the data say about a quantity relative to a threshold.
+
+    Attributes:
+        estimate: The point estimate (None: undefined).
+        lower / upper: One-sided lower and upper confidence bounds, each at ``1 - alpha``
+            (together a ``1 - 2 alpha`` interval).
+        p_above: p-value of "the quantity is at most the threshold" (small: evidence that it
+            is above).
+        p_below: p-value of "the quantity is at least the threshold" (small: evidence that it
+            is below).
+    """
+
+    estimate: float | None
+    lower: float | None
+    upper: float | None
+    p_above: float
+    p_below: float
+
+
 def spearman(x: Sequence[float], y: Sequence[float],
              alternative: str) -> tuple[float | None, float | None]:
-    """Spearman's rho of ``x`` and ``y`` and its p-value for ``alternative`` (``greater``,
-    ``less``); ``(None, None)`` when either is constant or fewer than 3 pairs."""
+    """Spearman's rho of ``x`` and ``y`` and its one-sided p-value.
+
+    ``alternative``: ``greater`` or ``less``. ``(None, None)`` when either is constant or there are
+    fewer than 3 pairs.
+    """
     if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
         return None, None
     result = _scipy.spearmanr(x, y, alternative=alternative)
@@ -37,12 +75,37 @@ def spearman(x: Sequence[float], y: Sequence[float],
     return rho, p
 
 
-def icc_2_1(table: Sequence[Sequence[float]]) -> float | None:
-    """ICC(2,1) of an n targets x k raters table (k >= 2, n >= 2); None when undefined.
+#: rho is kept this far inside (-1, 1) so that its Fisher z stays finite.
+_RHO_EDGE = 1e-9
 
-    ICC(2,1) = (MSR - MSE) / (MSR + (k - 1) MSE + k (MSC - MSE) / n), with MSR, MSC and MSE
-    the mean squares of rows (targets), columns (raters) and the residual.
+
+def correlation_evidence(x: Sequence[float], y: Sequence[float], threshold: float,
+                         alpha: float) -> Evidence | None:
+    """Spearman's rho of ``x`` and ``y`` against ``threshold``.
+
+    The interval is Fisher's z with Bonett & Wright's (2000) variance for Spearman's rho,
+    (1 + rho^2 / 2) / (n - 3). Replies that all give the same value carry no rank association:
+    rho is taken as 0 with the interval of that ``n`` (a constant answer is evidence of no
+    response, not of none of the data). None when ``x`` is constant or ``n < 4``.
     """
+    n = len(x)
+    if n < 4 or len(set(x)) < 2:
+        return None
+    rho = 0.0
+    if len(set(y)) > 1:
+        rho = float(_scipy.spearmanr(x, y).statistic)
+    r = min(max(rho, -1 + _RHO_EDGE), 1 - _RHO_EDGE)
+    se = math.sqrt((1 + r * r / 2) / (n - 3))
+    z = math.atanh(r)
+    crit = _scipy.norm.ppf(1 - alpha)
+    t = max(min(threshold, 1 - _RHO_EDGE), -1 + _RHO_EDGE)
+    score = (z - math.atanh(t)) / se
+    return Evidence(rho, math.tanh(z - crit * se), math.tanh(z + crit * se),
+                    float(_scipy.norm.sf(score)), float(_scipy.norm.cdf(score)))
+
+
+def _mean_squares(table: Sequence[Sequence[float]]
+                  ) -> tuple[int, int, float, float, float] | None:
     y = np.asarray(table, dtype=float)
     if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2:
         return None
@@ -50,14 +113,54 @@ def icc_2_1(table: Sequence[Sequence[float]]) -> float | None:
     grand = y.mean()
     ss_rows = k * ((y.mean(axis=1) - grand) ** 2).sum()
     ss_cols = n * ((y.mean(axis=0) - grand) ** 2).sum()
-    ss_total = ((y - grand) ** 2).sum()
-    ss_err = ss_total - ss_rows - ss_cols
-    msr, msc = ss_rows / (n - 1), ss_cols / (k - 1)
-    mse = ss_err / ((n - 1) * (k - 1))
-    denominator = msr + (k - 1) * mse + k * (msc - mse) / n
-    if denominator <= 1e-12:
+    ss_err = max(0.0, ((y - grand) ** 2).sum() - ss_rows - ss_cols)  # rounding: never < 0
+    return n, k, ss_rows / (n - 1), ss_cols / (k - 1), ss_err / ((n - 1) * (k - 1))
+
+
+def icc_evidence(table: Sequence[Sequence[float]], threshold: float,
+                 alpha: float) -> Evidence | None:
+    """ICC(A,1) (= ICC(2,1)) of a targets x raters table against ``threshold``.
+
+    McGraw & Wong (1996), Case 2A: the F test of ICC <= rho0 uses F = MSR / (a MSC + b MSE)
+    with a = k rho0 / (n (1 - rho0)), b = 1 + k rho0 (n - 1) / (n (1 - rho0)) on (n - 1, v)
+    degrees of freedom, v = (a MSC + b MSE)^2 / ((a MSC)^2 / (k - 1) + (b MSE)^2 / ((n - 1)
+    (k - 1))); the interval's bounds come from the same construction at the estimate (none
+    when the estimate is 0 or below). A table whose every cell is the same has no estimate and
+    is evidence of nothing above the threshold. None when the table is not at least 2 x 2.
+    """
+    squares = _mean_squares(table)
+    if squares is None:
         return None
-    return float((msr - mse) / denominator)
+    n, k, msr, msc, mse = squares
+    tiny = 1e-12
+    if max(msr, msc, mse) <= tiny:  # every cell the same: nothing to estimate
+        return Evidence(None, None, None, 1.0, 0.0)
+    icc = (msr - mse) / (msr + (k - 1) * mse + k * (msc - mse) / n)
+
+    def f_test(rho0: float) -> tuple[float, float]:
+        """F and its denominator degrees of freedom v for ICC <= rho0."""
+        a = k * rho0 / (n * (1 - rho0))
+        b = 1 + k * rho0 * (n - 1) / (n * (1 - rho0))
+        denominator = a * msc + b * mse
+        if denominator <= tiny:
+            return math.inf, math.inf
+        v = denominator ** 2 / ((a * msc) ** 2 / (k - 1) + (b * mse) ** 2 / ((n - 1) * (k - 1)))
+        return msr / denominator, v
+
+    f, df2 = f_test(min(max(threshold, 0.0), 1 - 1e-9))
+    p_above = 0.0 if math.isinf(f) else float(_scipy.f.sf(f, n - 1, df2))
+    lower = upper = None
+    if mse <= tiny and msc <= tiny:  # the replicates of every target agree exactly
+        lower = upper = 1.0
+    elif msr > tiny and icc > 0:
+        _, v = f_test(min(icc, 1 - 1e-9))
+        f_lo = _scipy.f.ppf(1 - alpha, n - 1, v)
+        f_hi = _scipy.f.ppf(1 - alpha, v, n - 1)
+        lower = n * (msr - f_lo * mse) / (f_lo * (k * msc + (k * n - k - n) * mse) + n * msr)
+        upper = min(1.0, n * (f_hi * msr - mse) / (k * msc + (k * n - k - n) * mse
+                                                   + n * f_hi * msr))
+    return Evidence(float(icc), None if lower is None else float(lower),
+                    None if upper is None else float(upper), p_above, 1.0 - p_above)
 
 
 def krippendorff_nominal(units: Sequence[Sequence[Hashable]]) -> float | None:
@@ -71,10 +174,10 @@ def krippendorff_nominal(units: Sequence[Sequence[Hashable]]) -> float | None:
         m = len(values)
         if m < 2:
             continue
-        for i, a in enumerate(values):
-            for j, b in enumerate(values):
-                if i != j:
-                    coincidence[(a, b)] += 1.0 / (m - 1)
+        counts = Counter(values)  # pairs of values within a unit, from its counts: O(values)
+        for a, na in counts.items():
+            for b, nb in counts.items():
+                coincidence[(a, b)] += na * (nb - (a == b)) / (m - 1)
     total = sum(coincidence.values())
     if total == 0:
         return None
@@ -88,22 +191,138 @@ def krippendorff_nominal(units: Sequence[Sequence[Hashable]]) -> float | None:
     return float(1.0 - observed / expected)
 
 
+def alpha_evidence(units: Sequence[Sequence[Hashable]], threshold: float, alpha: float,
+                   resamples: int, seed: int) -> Evidence | None:
+    """Krippendorff's alpha (nominal) against ``threshold``, with percentile-bootstrap bounds.
+
+    The units (vignettes) are drawn with replacement; resamples where alpha is undefined count
+    as 0. Every value the same: no estimate, and evidence of nothing above 0 (p_above 1).
+    """
+    value = krippendorff_nominal(units)
+    if value is None:
+        return None if not any(len(u) > 1 for u in units) else Evidence(None, None, None, 1.0,
+                                                                          0.0)
+    rng = np.random.default_rng(seed)
+    draws = np.array([krippendorff_nominal([units[i] for i in rng.integers(0, len(units),
+                                                                            len(units))]) or 0.0
+                      for _ in range(resamples)])
+    return _bootstrap_evidence(value, draws, threshold, alpha)
+
+
+def _bootstrap_evidence(value: float, draws: np.ndarray, threshold: float,
+                        alpha: float) -> Evidence:
+    b = len(draws)
+    return Evidence(float(value), float(np.quantile(draws, alpha)),
+                    float(np.quantile(draws, 1 - alpha)),
+                    float((np.sum(draws <= threshold) + 1) / (b + 1)),
+                    float((np.sum(draws >= threshold) + 1) / (b + 1)))
+
+
 def total_variation(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
     """Half the L1 distance between the category shares of two non-empty samples (0..1)."""
     ca, cb = Counter(a), Counter(b)
     return 0.5 * sum(abs(ca[c] / len(a) - cb[c] / len(b)) for c in set(ca) | set(cb))
 
 
-def tv_permutation_p(a: Sequence[Hashable], b: Sequence[Hashable], permutations: int,
-                     seed: int) -> float:
-    """Share of random relabellings of the pooled sample whose total variation is at least the
-    observed one (with the observed split counted, so never 0)."""
-    observed = total_variation(a, b)
-    pooled = np.array(list(a) + list(b), dtype=object)
+def tv_evidence(a: Sequence[Hashable], b: Sequence[Hashable], tolerance: float, alpha: float,
+                resamples: int, seed: int) -> Evidence:
+    """Total variation between two non-empty samples against ``tolerance``.
+
+    Percentile bootstrap: each sample is resampled from its own replies (a multinomial draw
+    from its shares), ``resamples`` times, seeded. The estimator is biased upwards (two samples
+    of one distribution differ by chance), and the bootstrap adds that bias again, so the upper
+    bound errs high: equivalence (upper bound below the tolerance) is claimed conservatively.
+    """
+    categories = sorted(set(a) | set(b), key=str)
+    ca, cb = Counter(a), Counter(b)
+    pa = np.array([ca[c] for c in categories], dtype=float) / len(a)
+    pb = np.array([cb[c] for c in categories], dtype=float) / len(b)
     rng = np.random.default_rng(seed)
-    hits = 1
-    for _ in range(permutations):
-        shuffled = rng.permutation(pooled)
-        if total_variation(list(shuffled[:len(a)]), list(shuffled[len(a):])) >= observed - 1e-12:
-            hits += 1
-    return hits / (permutations + 1)
+    draws = tv_resamples(rng, pa, pb, len(a), len(b), resamples)
+    return _bootstrap_evidence(total_variation(a, b), draws, tolerance, alpha)
+
+
+def tv_resamples(rng: np.random.Generator, pa: np.ndarray, pb: np.ndarray, na: int, nb: int,
+                 resamples: int | None) -> np.ndarray:
+    """Bootstrap total variations of two samples with shares ``pa``, ``pb``.
+
+    ``resamples`` of them; None: one per row of share arrays of any leading shape.
+    """
+    ra = rng.multinomial(na, pa, size=resamples) / na
+    rb = rng.multinomial(nb, pb, size=resamples) / nb
+    return 0.5 * np.abs(ra - rb).sum(axis=-1)
+
+
+def rate_evidence(hits: int, n: int, threshold: float, alpha: float) -> Evidence | None:
+    """A share ``hits / n`` against ``threshold``.
+
+    Wilson (1927) score bounds and the score test (None when ``n`` is 0).
+    """
+    if n <= 0:
+        return None
+    p = hits / n
+    z = _scipy.norm.ppf(1 - alpha)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    t = min(max(threshold, 1e-9), 1 - 1e-9)
+    score = (p - t) / math.sqrt(t * (1 - t) / n)
+    return Evidence(p, float(max(0.0, centre - half)), float(min(1.0, centre + half)),
+                    float(_scipy.norm.sf(score)), float(_scipy.norm.cdf(score)))
+
+
+def mean_evidence(values: Sequence[float], threshold: float, alpha: float) -> Evidence | None:
+    """A mean against ``threshold`` with Student-t bounds (None with fewer than 2 values.
+
+    No spread: the bounds close on the mean).
+    """
+    n = len(values)
+    if n < 2:
+        return None
+    mean = float(np.mean(values))
+    se = float(np.std(values, ddof=1)) / math.sqrt(n)
+    if se <= 1e-12:
+        above = mean > threshold
+        return Evidence(mean, mean, mean, 0.0 if above else 1.0, 1.0 if above else 0.0)
+    t = (mean - threshold) / se
+    crit = _scipy.t.ppf(1 - alpha, n - 1)
+    return Evidence(mean, mean - crit * se, mean + crit * se, float(_scipy.t.sf(t, n - 1)),
+                    float(_scipy.t.cdf(t, n - 1)))
+
+
+def rwg(values: Sequence[float], categories: int) -> float:
+    """Within-group agreement of ordinal ratings (James, Demaree & Wolf 1984).
+
+    1 - s^2 / sigma_EU^2, sigma_EU^2 = (A^2 - 1) / 12 the variance of ratings drawn uniformly from A
+    categories (1: all agree; about 0: as spread as uniform draws; below 0: more spread).
+    """
+    if len(values) < 2 or categories < 2:
+        raise ValueError("rwg needs at least two ratings on a scale of two or more categories")
+    return 1.0 - float(np.var(values, ddof=1)) / ((categories ** 2 - 1) / 12)
+
+
+def bennett_s(values: Sequence[Hashable], options: int) -> float:
+    """Agreement of nominal choices (Bennett, Alpert & Goldstein 1954).
+
+    (P_o - 1/q) / (1 - 1/q), P_o the share of agreeing pairs of replies and q the number of options
+    offered (1: all agree; 0: as uniform draws agree).
+    """
+    m = len(values)
+    if m < 2 or options < 2:
+        raise ValueError("Bennett's S needs two or more choices among two or more options")
+    pairs = sum(c * (c - 1) for c in Counter(values).values()) / (m * (m - 1))
+    return (pairs - 1 / options) / (1 - 1 / options)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's (1979) step-down adjusted p-values, in the order given.
+
+    The i-th smallest of m is multiplied by m - i + 1, made non-decreasing and capped at 1.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

@@ -23,8 +23,9 @@ from governed_broker.config.yamlsafe import read_text_file
 from governed_broker.llm.model_store import cache_dir
 from governed_broker.run_dir import write_atomic
 
-#: Version of the card's layout and key; a card of another version is never matched.
-CARD_FORMAT = 1
+#: Version of the card's layout and key; a card of another version is never matched (2: three
+#: outcomes, power-sized battery, common random numbers, primary tests).
+CARD_FORMAT = 2
 #: The card's file name in a run or ``validate`` directory.
 CARD_FILE = "validity_card.json"
 CARDS_DIR = "validity_cards"
@@ -53,8 +54,9 @@ def save_card(card: dict[str, Any], directory: Path) -> Path:
 
 
 def find_card(directory: Path, key: str) -> tuple[dict[str, Any], str, str, Path] | None:
-    """The stored card of ``key``: (card, the file's text, its sha256, path), or None if
-    there is none.
+    """The stored card of ``key``.
+
+    (card, the file's text, its sha256, path), or None if there is none.
 
     Raises:
         ConfigError: A card file that is not a card of this key (unreadable, another key or

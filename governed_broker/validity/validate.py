@@ -10,23 +10,28 @@ directory that holds nothing but these files.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from governed_broker.config.base import ConfigError
+from governed_broker.config.cost import calls_per_decision
 from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.contracts.jsonl import JsonlWriter
 from governed_broker.llm.base import LLMBackend
+from governed_broker.progress import Progress, reporting
 from governed_broker.run_dir import RunLock, check_out_dir, partial_dir, write_atomic
 from governed_broker.validity.battery import load_battery
+from governed_broker.validity.budget import Budget, battery_budget
 from governed_broker.validity.card import card_key, make_card
 from governed_broker.validity.measures import TestResult, run_tests
 from governed_broker.validity.plan import BatteryPlan, plan_battery
-from governed_broker.validity.probe import Prober, ProgressLine
+from governed_broker.validity.probe import Prober, Reply
 from governed_broker.validity.situations import zone_probabilities
 from governed_broker.validity.store import CARD_FILE, card_text, cards_dir, save_card
 
@@ -44,13 +49,13 @@ class Validation:
     Attributes:
         card: The card.
         out_dir: The directory with the card and the battery's audit.
-        stored: The card's path in the cards directory.
+        stored: The card's path in the cards directory (None: not stored).
         results: The test results.
     """
 
     card: dict[str, Any]
     out_dir: Path
-    stored: Path
+    stored: Path | None
     results: list[TestResult]
 
 
@@ -69,9 +74,57 @@ def _require_ours(path: Path, action: str) -> None:
                           "another --out, or move it away yourself")
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A battery ready to run for an experiment: the plan, its card key and its budget."""
+
+    plan: BatteryPlan
+    key: str
+    budget: Budget
+
+
+def prepare(experiment: ResolvedExperiment, quick: bool = False,
+            seed: int | None = None) -> Prepared:
+    """Load and plan the experiment's battery (``seed``.
+
+    Another battery seed, for the reference calibration) and compute its card key and budget; no
+    model call.
+
+    Raises:
+        ConfigError: no ``llm:`` section, or a broken battery.
+    """
+    config = experiment.config
+    if config.llm is None or config.decision.maker != "llm":
+        raise ConfigError(f"{config.name}: the battery asks the experiment's language model; "
+                          "set decision.maker: llm and give an llm: section")
+    battery = load_battery(config.resolve_path(config.validity.battery_dir), experiment.domain,
+                           quick=quick)
+    if seed is not None:
+        battery = dataclasses.replace(
+            battery, tests=battery.tests.model_copy(update={"seed": seed}))
+    plan = plan_battery(battery, experiment.domain, zone_probabilities(experiment))
+    return Prepared(plan, card_key(experiment, plan), battery_budget(plan, experiment))
+
+
+def run_battery(experiment: ResolvedExperiment, plan: BatteryPlan, work: Path,
+                backend: LLMBackend | None = None, progress: bool = False
+                ) -> tuple[list[Reply], dict[str, Any], list[TestResult]]:
+    """Ask every decision of ``plan`` and judge the tests.
+
+    The broker's audit and call log go to ``work``. Returns (replies, the broker's provenance,
+    results).
+    """
+    prober = Prober(experiment, plan, work, backend=backend)
+    with reporting(battery_progress(experiment, plan, progress)):
+        replies = prober.ask()
+    return replies, prober.provenance, run_tests(plan, replies, experiment.domain)
+
+
 def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, quick: bool = False,
              overwrite: bool = False, backend: LLMBackend | None = None,
-             progress: bool = True, source: dict[str, Any] | None = None) -> Validation:
+             progress: bool = True, source: dict[str, Any] | None = None,
+             announce: Callable[[Prepared], None] | None = None,
+             store: bool = True) -> Validation:
     """Run the battery of ``experiment`` and write and store its card.
 
     Args:
@@ -82,18 +135,14 @@ def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, qui
         backend: A ready backend (tests); default: the experiment's, cached and logged.
         progress: Report progress on stderr.
         source: The experiment file and ``--set`` options, recorded in the card.
+        announce: Called with the plan, key and budget before the first decision.
+        store: Store the card in the cards directory (reference respondents' cards are not).
 
     Raises:
         ConfigError: no ``llm:`` section, a broken battery, an output directory in the way.
     """
-    config = experiment.config
-    if config.llm is None or config.decision.maker != "llm":
-        raise ConfigError(f"{config.name}: the battery asks the experiment's language model; "
-                          "set decision.maker: llm and give an llm: section")
-    battery = load_battery(config.resolve_path(config.validity.battery_dir), experiment.domain,
-                           quick=quick)
-    plan = plan_battery(battery, experiment.domain, zone_probabilities(experiment))
-    key = card_key(experiment, plan)
+    prepared = prepare(experiment, quick)
+    plan, key = prepared.plan, prepared.key
     out = check_out_dir(out_dir if out_dir is not None else default_out_dir(experiment, quick))
     with RunLock(out):
         if out.exists():
@@ -106,33 +155,43 @@ def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, qui
             _require_ours(work, "reuse")
             shutil.rmtree(work)
         work.mkdir(parents=True)
+        if announce is not None:
+            announce(prepared)
         wall, cpu = time.perf_counter(), time.process_time()
-        prober = Prober(experiment, plan, work, backend=backend,
-                        progress=ProgressLine() if progress else None)
-        replies = prober.ask()
-        provenance = prober.provenance
-        results = run_tests(plan, replies, experiment.domain)
+        replies, provenance, results = run_battery(experiment, plan, work, backend, progress)
         timing = {"wall_s": round(time.perf_counter() - wall, 1),
                   "cpu_s": round(time.process_time() - cpu, 1)}
         facts = {"experiment": source or {}, "timing": timing,
-                 "battery": _battery_facts(plan, replies)}
-        card = make_card(key, experiment, battery, results, provenance, facts)
+                 "battery": {**_battery_facts(plan, replies),
+                             "budget": prepared.budget.to_json()}}
+        card = make_card(key, experiment, plan.battery, results, provenance, facts)
         _write_vignettes(work / VIGNETTES_FILE, plan)
         write_atomic(work / CARD_FILE, card_text(card))
         if out.exists():
             shutil.rmtree(out)
         os.replace(work, out)
-    stored = save_card(card, cards_dir(config))
+    stored = save_card(card, cards_dir(experiment.config)) if store else None
     return Validation(card, out, stored, results)
 
 
-def _battery_facts(plan: BatteryPlan, replies: list) -> dict[str, Any]:
+def battery_progress(experiment: ResolvedExperiment, plan: BatteryPlan,
+                     enabled: bool) -> Progress:
+    """The progress line of a battery: decisions done of all, LLM calls and an ETA.
+
+    The battery's size and cost are said before it starts by its budget (``budget``); the
+    line plans the calls a decision is expected to take (``config.cost``: re-asks included).
+    """
+    meter = Progress(f"validate {experiment.config.name}", enabled=enabled, totals=True)
+    meter.plan("decisions", len(list(plan.asks())), calls_per_decision(experiment.config))
+    return meter
+
+
+def _battery_facts(plan: BatteryPlan, replies: list[Reply]) -> dict[str, Any]:
     settings = plan.battery.tests
-    return {"seed": settings.seed, "replicates": plan.battery.replicates,
-            "invariance_replicates": plan.battery.invariance_replicates,
-            "alpha": settings.alpha, "vignettes": len(plan.vignettes),
-            "decisions": len(replies),
-            "unreadable": sum(r.action is None for r in replies)}
+    return {"seed": settings.seed, "alpha": settings.alpha, "power": settings.power,
+            "vignettes": len(plan.vignettes), "decisions": len(replies),
+            "unreadable": sum(r.action is None for r in replies),
+            "sizes": {name: size.to_json() for name, size in plan.sizes.items()}}
 
 
 def _write_vignettes(path: Path, plan: BatteryPlan) -> None:

@@ -44,8 +44,10 @@ def targets(**changes) -> HindcastTargets:
 
 
 def agents(insured: dict[int, list[bool]], zones: list[str]) -> pd.DataFrame:
-    """Rows for households 1..n over the years of ``insured`` (year -> flags per household;
-    None drops the household's row: it has relocated)."""
+    """Rows for households 1..n over the years of ``insured``.
+
+    Year -> flags per household; None drops the household's row: it has relocated.
+    """
     rows = []
     for year, flags in insured.items():
         for i, flag in enumerate(flags):
@@ -113,3 +115,22 @@ def test_the_passaic_targets_load_and_a_bad_file_is_named(tmp_path) -> None:
     bad.write_text("version: x\nname: y\nstart_year: 2011\nseries: []\nseries_source: s\n")
     with pytest.raises(AnalysisInputError, match="bad.yaml"):
         load_targets(bad)
+
+
+def test_a_window_keeps_its_years_and_measures_a_training_run_only_to_its_end() -> None:
+    t = targets(half_life={"range": [1.0, 3.0], "source": "s"})
+    train, test = t.within(2000, 2001), t.within(2002, 2002)
+    assert train.series[0].policies == {2000: 5, 2001: 6} and train.floods == [2000]
+    assert train.last_year == 2001 and train.tenure is not None and train.half_life is not None
+    assert test.series[0].policies == {2002: 4} and test.floods == []
+    assert test.tenure is None and test.half_life is None and test.last_year is None
+    # a run insured 4/10 in 2000, 6/10 in 2001, 10/10 in 2002: the training fit never sees 2002
+    run = agents({1: [True] * 4 + [False] * 6, 2: [True] * 6 + [False] * 4,
+                  3: [True] * 10}, ["a"] * 10)
+    measured = run_measures(run, train)
+    assert measured.takeup["calendar_year"].max() == 2001
+    assert measured.spikes[2000] == pytest.approx(0.5)
+    assert score_measures([run_measures(run, test)], test).table.set_index(
+        "target").loc["in_a", "simulated"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="no observed year to score"):
+        t.within(2003, 2005)

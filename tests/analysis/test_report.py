@@ -25,7 +25,7 @@ def test_run_report_is_self_contained(fixtures_dir: Path, tmp_path: Path):
     out = write_report(fixtures_dir / "baseline_run", tmp_path / "r.html")
     text = out.read_text(encoding="utf-8")
     assert METRIC_VERSION in text
-    assert "benchmarks-2.0" in text and "not computable" in text  # B6 needs MG/NMG data
+    assert "benchmarks-3.0" in text and "not computable" in text  # B6 needs MG/NMG data
     assert "config_hash" in text  # the manifest is embedded
     # the MG-NMG gap with its within-tenure and composition parts (analysis.equity)
     section = text.split("<h2>Marginalised households (B6)</h2>")[1].split("<h2>")[0]
@@ -87,3 +87,14 @@ def test_cli_bad_directory_exit_2(tmp_path: Path, capsys):
 def test_cli_requires_directory():
     with pytest.raises(SystemExit):
         _parser().parse_args(["report"])
+
+
+@pytest.mark.parametrize("where", ["directory", "/proc/governed-broker-report.html"])
+def test_cli_report_out_where_no_file_can_be_written_is_exit_2(fixtures_dir: Path,
+                                                                tmp_path: Path, capsys, where):
+    target = tmp_path if where == "directory" else Path(where)
+    args = _parser().parse_args(
+        ["report", str(fixtures_dir / "baseline_run"), "--out", str(target)])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert f"--out {target}" in err and "not expected" not in err and len(err) < 400

@@ -1,5 +1,8 @@
-"""Shared builders for broker and cognition tests: situations, scripted replies, brokers on
-the real agent_types.yaml and prompt templates of the repository."""
+"""Shared builders for broker and cognition tests.
+
+Situations, scripted replies, brokers on the real agent_types.yaml and prompt templates of the
+repository.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Cohort mode: cohorts by binned situation, k seeded conversations per cohort, one seeded draw
-per member, per-member feasibility, one audit record per household, cohorts.jsonl, resume."""
+"""Cohort mode: cohorts by binned situation, k seeded conversations per cohort.
+
+One seeded draw per member, per-member feasibility, one audit record per household, cohorts.jsonl,
+resume.
+"""
 
 from __future__ import annotations
 

@@ -192,8 +192,10 @@ def test_situations_and_memories_are_not_mutated(close_brokers):
 
 
 class SlowBackend(LLMBackend):
-    """Replies after a delay that shrinks with the agent id, so completion order is reversed;
-    records the largest number of requests in flight."""
+    """Replies after a delay that shrinks with the agent id, so completion order is reversed.
+
+    Records the largest number of requests in flight.
+    """
 
     kind, model_id, supports_schema, max_concurrency = "slow", "slow:test", True, 3
 

@@ -1,7 +1,9 @@
-"""LLM institutions with the real embedded model (CI: ``-m real_llm``): the small
-``experiments/institutions_embedded.yaml`` at 2 years. No test asserts a particular policy (a
-0.5B model's judgement is not under test); they assert that every institutional decision is
-explained by its record and that nothing put in force breaks a limit."""
+"""LLM institutions with the real embedded model (CI: ``-m real_llm``).
+
+The small ``experiments/institutions_embedded.yaml`` at 2 years. No test asserts a particular policy
+(a 0.5B model's judgement is not under test); they assert that every institutional decision is
+explained by its record and that nothing put in force breaks a limit.
+"""
 
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ def run_dir(tmp_path_factory) -> Path:
     llm = {"backend": "embedded", "cache": {"path": str(tmp / "cache.sqlite")}}
     config = load_experiment(REPO / "experiments" / "demo.yaml", [
         "decision.maker=llm", f"llm={json.dumps(llm)}", "years=2", "population.size=3",
-        "reflection.enabled=true", "memory.engine=humancentric", "outputs.plots=false"])
+        "reflection.enabled=true", "reflection.interval_years=1",
+        "memory.engine=humancentric", "outputs.plots=false"])
     run_experiment(config, tmp / "run", progress=False)
     return tmp / "run"
 

@@ -107,7 +107,7 @@ def test_condition_language_state_tests():
         rule(id="member", when={"state": {"flood_zone": ["high", "medium"]}}),
         rule(id="num", when={"state": {"savings_usd": {"ge": 1000, "lt": 5000}}}),
         rule(id="dotted", when={"state": {"neighbour_shares.elevated": {"gt": 0.5}}}),
-        rule(id="missing_key", when={"state": {"extra.grant": True}}),
+        rule(id="missing_key", when={"state": {"neighbour_shares.grant": True}}),
         rule(id="labels", when={"threat": ["H"], "coping": ["VL", "L"]}),
         rule(id="afford", when={"affordable": False}),
     ]})
@@ -135,8 +135,10 @@ def test_rules_only_evaluated_for_their_actions_and_profile():
 
 
 def test_inaction_rules_respect_protection_and_means():
-    """An elevated household, or one with no protective action it could take or pay for, may
-    keep doing nothing at high threat; a household that can act is re-asked."""
+    """An elevated household, or one with no protective action it could take or pay for.
+
+    May keep doing nothing at high threat; a household that can act is re-asked.
+    """
     from broker_helpers import OWNER_ACTIONS, governance_rules, make_situation, registry, reply
 
     from governed_broker.broker.rules import RuleSet

@@ -1,5 +1,8 @@
-"""A small calibration of the baseline on the Passaic hindcast (200 households, 3 design
-points x 2 replicates, 13 years), and the run report's observed-vs-simulated section."""
+"""A small calibration of the baseline on the Passaic hindcast.
+
+200 households, 3 design points x 2 replicates, 13 years; and the run report's observed-vs-simulated
+section.
+"""
 
 from __future__ import annotations
 
@@ -49,6 +52,8 @@ def test_calibrate_writes_the_region_and_the_best_score(calibrated) -> None:
     assert summary["n_plausible"] == int(points["plausible"].sum())
     assert "not endorsed by FEMA" in summary["notice"]
     assert (out / "calibration" / "fit.png").stat().st_size > 0
+    # 3 points are too few for SALib: the table is written, empty
+    assert pd.read_csv(out / "calibration" / "sensitivity.csv").empty
 
 
 def test_calibrating_again_runs_nothing_and_scores_the_same(calibrated) -> None:
@@ -70,6 +75,9 @@ def test_the_hindcast_files_run_once_and_their_calibrations_sweep() -> None:
     for name in ("passaic_hindcast", "passaic_hindcast_small", "passaic_hindcast_llm"):
         assert load_experiment(REPO / "experiments" / f"{name}.yaml").sweep is None
     assert load_experiment(SMALL).sweep.sampler.n == 40
+    sobol = load_experiment(REPO / "experiments" / "passaic_sensitivity_small.yaml").sweep
+    assert sobol.sampler.method == "sobol" and sobol.replicates == 1
+    assert set(sobol.sampler.bounds) == set(load_experiment(SMALL).sweep.sampler.bounds)
     llm = load_experiment(REPO / "experiments" / "passaic_calibration_llm.yaml").sweep
     assert "llm.temperature" in llm.sampler.bounds
 
@@ -79,11 +87,39 @@ def test_the_small_hindcast_runs_13_years_and_its_report_compares(tmp_path) -> N
     out = run_experiment(config, tmp_path / "run", progress=False).out_dir
     model = pd.read_csv(out / "model_yearly.csv")
     assert model["year"].tolist() == list(range(1, 14))
-    # Irene (2011) floods every SFHA home, by the placement rule; the quiet years none
+    # Irene (2011) floods the exposed homes of each zone (placement share: all of them stand
+    # on cells wet in 2011), the quiet years none
     agents = pd.read_csv(out / "agents_yearly.csv")
     first = agents[agents["year"] == 1]
-    assert first.loc[first["flood_zone"] == "sfha", "flooded"].all()
-    assert not first.loc[first["flood_zone"] == "non_sfha", "flooded"].any()
+    for zone, rule in config.hazard.raster.placement.zones.items():
+        flooded = first.loc[first["flood_zone"] == zone, "flooded"]
+        assert 0 < rule.share < 1 and flooded.sum() == round(rule.share * len(flooded))
     assert model.loc[model["year"] == 5, "n_flooded"].item() == 0
     report = write_report(out).read_text()
     assert "Hindcast: observed vs simulated" in report and "takeup_sfha" in report
+
+
+def test_a_training_window_fits_on_its_years_and_scores_the_rest_out_of_sample(
+        calibrated, capsys) -> None:
+    result, _, out = calibrated
+    trained, sweep = calibrate(SMALL, TINY, out_dir=out, progress=False, train=(2011, 2017))
+    assert sweep.executed == []
+    points = trained.points
+    # the fit sees 2012, 2013, 2015 and the 2011 spike only; the test 2018, 2021, 2023
+    assert {"test_max_implausibility", "test_plausible", "all_max_implausibility",
+            "test_rmse_takeup_sfha"} <= set(points.columns)
+    fitted = trained.scores[0].table
+    assert set(fitted["calendar_year"].dropna()) <= set(range(2011, 2018))
+    assert "spike_2021" not in set(fitted["target"])
+    # every year at once is the in-sample fit of the calibration without a window
+    pd.testing.assert_series_equal(points["all_max_implausibility"],
+                                   result.points["max_implausibility"], check_names=False)
+    assert (points["plausible"] == (points["max_implausibility"] <= 3.0)).all()
+    summary = json.loads((out / "calibration" / "summary.json").read_text())
+    validation = summary["validation"]
+    assert validation["train"] == [2011, 2017] and validation["test"] == [2018, 2023]
+    assert validation["n_plausible_train"] == int(points["plausible"].sum())
+    assert main(["calibrate", str(SMALL), "--out", str(out), "--no-progress",
+                 "--train", "2011-2017", *sum((["--set", o] for o in TINY), [])]) == 0
+    assert "fitted on 2011-2017" in capsys.readouterr().out
+    assert main(["calibrate", str(SMALL), "--train", "2017-2011"]) == 2

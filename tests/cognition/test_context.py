@@ -19,6 +19,7 @@ from governed_broker.cognition.prompts import HOUSEHOLD_TEMPLATES
 from governed_broker.config.agent_types import PMTLabels
 from governed_broker.config.base import ConfigError
 from governed_broker.config.templates import load_templates
+from governed_broker.contracts.decision import Heuristic, SituationFacts, TypicalFlood
 
 
 @dataclass
@@ -97,8 +98,8 @@ def test_situation_facts_and_costs_are_shown():
                        unrepaired_damage_usd=3_000.0,
                        affordable={"do_nothing": True, "buy_insurance": True,
                                    "elevate_house": False, "relocate": False},
-                       extra={"loss_if_flood_usd": LOSSES, "spending_room_usd": 23_100.0,
-                              "typical_flood": {"depth_m": 0.3, "damage_usd": 54_000.0}})
+                       facts=SituationFacts(loss_if_flood_usd=LOSSES, spending_room_usd=23_100.0,
+                                            typical_flood=TypicalFlood(0.3, 54_000.0)))
     text = " ".join(user_text(builder().build(s)).split())
     for fact in ("0.80 m deep", "$45,000 of", "insurance paid $30,000", "savings are now $20,000",
                  "flood insurance in force", "has not been elevated", "1 in 100 (1%)",
@@ -118,9 +119,9 @@ def test_situation_facts_and_costs_are_shown():
 
 def test_a_lender_requirement_is_stated_only_where_it_holds():
     required = " ".join(user_text(builder().build(
-        make_situation(extra={"insurance_required": True}))).split())
+        make_situation(facts=SituationFacts(insurance_required=True)))).split())
     assert "Your mortgage lender requires flood insurance on your home" in required
-    for s in (make_situation(), make_situation(extra={"insurance_required": False})):
+    for s in (make_situation(), make_situation(facts=SituationFacts(insurance_required=False))):
         assert "mortgage lender" not in user_text(builder().build(s))
 
 
@@ -174,11 +175,11 @@ def test_no_memories_and_no_knowledge():
     assert "What you know" not in text
 
 
-def test_knowledge_from_extra_and_provider():
+def test_knowledge_from_memory_and_provider():
     kb = Knowledge([Chunk("Heading\n\nElevation grants cover 75%.", "grants.md#FMA")])
-    s = make_situation(extra={"knowledge_facts": ["Insurance pays after damage."],
-                              "heuristics": [{"description": "insure after a flood",
-                                              "success_rate": 0.8}]})
+    s = make_situation(facts=SituationFacts(
+        knowledge_facts=("Insurance pays after damage.",),
+        heuristics=(Heuristic("insure after a flood", 0.8),)))
     p = builder(knowledge=kb).build(s)
     text = user_text(p)
     assert "- Insurance pays after damage." in text

@@ -190,8 +190,11 @@ def test_parse_insights_repairs():
 
 
 def test_with_the_real_memory_engine_through_the_broker(tmp_path):
-    """Broker.end_year -> reflection -> insights in a HumanCentricMemoryEngine (importance 10
-    times the flood memory's 1.0), retrieved in a later year's decision prompt."""
+    """Broker.end_year -> reflection -> insights, recalled in a later decision.
+
+    The insights go into a HumanCentricMemoryEngine (importance 10 times the flood memory's 1.0) and
+    are retrieved in a later year's decision prompt.
+    """
     from broker_helpers import FIRST, make_broker, make_situation, reply
 
     from governed_broker.memory import HumanCentricMemoryEngine

@@ -1,5 +1,7 @@
-"""ConfigError messages are printable and bounded whoever builds them; excerpts are short;
-configuration models read YAML's unquoted ``off`` (false) as the word where it is a value."""
+"""ConfigError messages are printable and bounded whoever builds them; excerpts are short.
+
+Configuration models read YAML's unquoted ``off`` (false) as the word where it is a value.
+"""
 
 from __future__ import annotations
 

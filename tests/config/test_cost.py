@@ -8,8 +8,8 @@ import pytest
 
 from governed_broker.config.base import ConfigError
 from governed_broker.config.cost import (
-    EMBEDDED_DECISION_S,
-    EMBEDDED_REFLECTION_S,
+    EMBEDDED_CALL_S,
+    REASKS_PER_DECISION,
     estimate_run_cost,
     format_run_cost,
 )
@@ -26,14 +26,34 @@ def test_baseline_costs_household_years_and_no_llm_calls() -> None:
     assert format_run_cost(cost) == "100 households x 20 years = 2,000 household-years"
 
 
-def test_demo_counts_decisions_and_reflections() -> None:
+def test_demo_counts_every_kind_of_call() -> None:
     cost = estimate_run_cost(load_experiment(REPO / "experiments" / "demo.yaml"))
-    # 6 households x 4 years decide; reflection every 2nd year: 6 x 2
-    assert (cost.decision_calls, cost.reflection_calls, cost.llm_calls) == (24, 12, 36)
-    expected_h = (24 * EMBEDDED_DECISION_S + 12 * EMBEDDED_REFLECTION_S) / 3600
-    assert cost.embedded_hours == pytest.approx(expected_h)
+    config = load_experiment(REPO / "experiments" / "demo.yaml")
+    decisions = config.population.size * config.years
+    reflections = config.population.size * (config.years // config.reflection.interval_years)
+    reasks = round(decisions * REASKS_PER_DECISION)
+    assert (cost.decision_calls, cost.reask_calls, cost.reflection_calls) == (
+        decisions, reasks, reflections)
+    assert cost.llm_calls == decisions + reasks + reflections
+    assert cost.embedded_hours == pytest.approx(cost.llm_calls * EMBEDDED_CALL_S / 3600)
     line = format_run_cost(cost)
-    assert "\n" not in line and "36 LLM calls" in line and "embedded model" in line
+    assert "\n" not in line and f"{cost.llm_calls} LLM calls" in line
+    assert f"{reasks} re-asks expected" in line and "2 idle CPU cores" in line
+
+
+def test_institutions_and_query_expansions_are_counted(experiments) -> None:
+    config = load_experiment(REPO / "experiments" / "demo.yaml",
+                             ["rag.enabled=true", "rag.mqe=true", "rag.hyde=true"])
+    cost = estimate_run_cost(config)
+    assert cost.expansion_calls == 2 * cost.decision_calls
+    assert cost.calls_per_decision == pytest.approx(1 + REASKS_PER_DECISION + 2, abs=0.05)
+
+
+def test_no_time_is_promised_for_a_backend_other_than_the_embedded_model() -> None:
+    config = load_experiment(REPO / "experiments" / "demo.yaml",
+                             ["llm.backend=ollama", "llm.model=gemma3:4b"])
+    line = format_run_cost(estimate_run_cost(config))
+    assert "LLM calls" in line and "CPU cores" not in line
 
 
 def test_a_csv_population_is_counted_by_rows(experiments, repo_root) -> None:
@@ -46,7 +66,8 @@ def test_a_csv_population_is_counted_by_rows(experiments, repo_root) -> None:
 @pytest.mark.parametrize(("overrides", "states", "confirm"), [
     (["population.size=10000000"], "10,000,000 households x 20 years",
      "--set limits.max_household_years=200000000"),
-    (["years=1000", "limits.max_llm_calls=5000"], "9,000 LLM calls",
+    (["years=1000", "population.size=6", "reflection.interval_years=2",
+      "limits.max_llm_calls=5000"], "9,000 decision and reflection calls",
      "--set limits.max_llm_calls=9000"),
 ])
 def test_a_run_above_its_limits_states_its_cost_and_how_to_confirm(overrides, states,

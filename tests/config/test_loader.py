@@ -181,9 +181,11 @@ def test_memory_overrides_without_an_engine_are_refused(experiments) -> None:
     (("decision", "baseline", "horizon_years"), "decision.baseline.horizon_years"),
 ])
 def test_behavioural_numbers_come_from_the_yaml(experiments, drop, needle) -> None:
-    """Trust steps and the baseline's parameters have no Python defaults: an experiment that
-    leaves one out is a configuration error naming it (the numbers and their source live in
-    experiments/baseline.yaml)."""
+    """Trust steps and the baseline's parameters have no Python defaults.
+
+    An experiment that leaves one out is a configuration error naming it (the numbers and their
+    source live in experiments/baseline.yaml).
+    """
     data = experiments.data()
     section = data
     for key in drop[:-1]:

@@ -16,6 +16,7 @@ seconds); set it higher to fuzz by hand, e.g. ``GOVERNED_BROKER_FUZZ_N=2000 pyte
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import random
@@ -40,7 +41,8 @@ PATH_KEYS = ("agent_types", "table", "file", "concepts_file", "texts_file", "pro
 SECRET = "hunter2-SECRET"
 NUMBERS: list[Any] = [float("nan"), float("inf"), float("-inf"), 1e308, -1e308, -1, 0, 1e42,
                       True, False, "x", [1, 2], {"a": 1}, None, "\x1b[2J" + "y" * 500,
-                      0.5, 2, 10, 1000]  # plausible values too, so that some mutations run
+                      0.5, 2, 10, 1000,  # plausible values too, so that some mutations run
+                      "CON", "lpt1.v2", "run."]  # names Windows cannot hold
 FACTORS = (0.0, 0.5, 1.5, 3.0, -1.0, 10.0, 1e3, 1e9)
 #: Money magnitudes a sane run can reach (USD): far above any single home, far below overflow.
 MONEY_BOUND = 1e13
@@ -80,8 +82,12 @@ def _paths(tmp: Path) -> list[Any]:
         for i in range(9)))
     huge = tmp / "huge.yaml"
     huge.write_text("k: [" + "1," * 600_000 + "1]\n")
+    fifo = tmp / "fifo.yaml"  # reading it would wait for a writer forever
+    if not fifo.exists():
+        os.mkfifo(fifo)
     return [str(tmp / "missing.yaml"), str(binary), str(tmp), "/etc/passwd", str(secret_map),
-            str(secret_list), str(secret_dir), str(bomb), str(huge), 5, True]
+            str(secret_list), str(secret_dir), str(bomb), str(huge), 5, True, str(fifo),
+            "/dev/zero"]
 
 
 def _leaves(node: Any, prefix: tuple = ()) -> list[tuple]:
@@ -121,12 +127,16 @@ def _mutate(rng: random.Random, leaf: tuple, old: Any, paths: list[Any]) -> Any:
     kind = rng.random()
     if kind < 0.1:
         return _DELETE
+    if kind < 0.15:
+        return _DUPLICATE
     if kind < 0.3 and isinstance(old, int | float) and not isinstance(old, bool):
         return old * rng.choice(FACTORS)
     return rng.choice([*NUMBERS, _deep(200), list(range(10_000))])
 
 
 _DELETE = object()
+#: Give the leaf's top-level key a second time (YAML lets the last one win silently).
+_DUPLICATE = object()
 
 
 def _mutations(tmp: Path, name: str, seed: int, n: int) -> list[tuple[tuple, Any, dict]]:
@@ -145,6 +155,8 @@ def _mutations(tmp: Path, name: str, seed: int, n: int) -> list[tuple[tuple, Any
         value = _mutate(rng, leaf, holder[leaf[-1]], paths)
         if value is _DELETE:
             del holder[leaf[-1]]
+        elif value is _DUPLICATE:
+            pass  # written by _try
         else:
             holder[leaf[-1]] = value
         out.append((leaf, value, data))
@@ -176,10 +188,12 @@ def _refusal_problem(exc: ConfigError, leaf: tuple) -> str | None:
     return None
 
 
-def _try(tmp: Path, i: int, name: str, data: dict, leaf: tuple, counts: dict) -> str | None:
+def _try(tmp: Path, i: int, name: str, data: dict, leaf: tuple, counts: dict,
+         duplicate: bool = False) -> str | None:
     """Load (and if it loads, run small) one mutation; a problem's description, or None."""
     path = tmp / f"m{i}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    text = yaml.safe_dump(data, sort_keys=False)
+    path.write_text(text + (f"{leaf[0]}: {json.dumps(data[leaf[0]])}\n" if duplicate else ""))
     try:
         config = load_experiment(path, ["population.size=12"] if name == "baseline.yaml" else [])
     except ConfigError as exc:
@@ -209,7 +223,7 @@ def test_mutated_configs_are_refused_or_run_sanely(tmp_path, name) -> None:
         counts["tried"] += 1
         where = ".".join(map(str, leaf))
         try:
-            problem = _try(tmp_path, i, name, data, leaf, counts)
+            problem = _try(tmp_path, i, name, data, leaf, counts, value is _DUPLICATE)
         except Exception as exc:  # noqa: BLE001 - any other exception is the failure sought
             problem = "".join(traceback.format_exception_only(exc)).strip()[:300]
         if problem:

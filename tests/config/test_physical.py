@@ -1,5 +1,7 @@
-"""Physical validation at load: the values no flood world has, and broken input files, are
-configuration errors (exit code 2, file, field and value named, nothing written).
+"""Physical validation at load.
+
+The values no flood world has, and broken input files, are configuration errors (exit code 2, file,
+field and value named, nothing written).
 
 Each case is one the issue found running to exit 0 with nonsense, or dying with a traceback.
 """
@@ -161,9 +163,11 @@ def test_the_real_configurations_load(repo_root: Path) -> None:
 
 
 def test_the_committed_run_configurations_are_within_bounds(repo_root: Path) -> None:
-    """The resolved configurations of the committed fixture runs still validate (bounds
-    admit every real configuration; their paths are relative to another folder, so only
-    the settings are checked here)."""
+    """The resolved configurations of the committed fixture runs still validate.
+
+    Bounds admit every real configuration; their paths are relative to another folder, so only the
+    settings are checked here.
+    """
     import yaml
 
     from governed_broker.config.experiment import ExperimentConfig
@@ -185,8 +189,10 @@ def test_unbounded_counts_and_rates_are_refused(override, experiments) -> None:
 
 
 def test_keys_of_a_named_file_are_shown_printable_short_and_few(experiments, tmp_path) -> None:
-    """Keys of a file a field names are file content too: terminal escapes are neutralised,
-    each key is cut short and at most 20 problems are listed."""
+    """Keys of a file a field names are file content too.
+
+    Terminal escapes are neutralised, each key is cut short and at most 20 problems are listed.
+    """
     types = tmp_path / "types.yaml"
     keys = ['"\\e]0;title\\a' + "K" * 1000 + '": 1'] + [f"key{i}: 1" for i in range(500)]
     types.write_text("\n".join(keys) + "\n")

@@ -49,3 +49,41 @@ def test_a_run_parses_its_domain_and_hashes_its_inputs_once(experiments, tmp_pat
     monkeypatch.setattr(hashing, "_sha256", counting_sha256)
     run_experiment(config, tmp_path / "run", progress=False)
     assert calls == {"domain": 1, "hash": 1}
+
+
+def test_loading_and_running_parses_every_input_once(experiments, tmp_path: Path,
+                                                     monkeypatch) -> None:
+    from governed_broker.config import damage
+    from governed_broker.config.damage import DamageTable
+    from governed_broker.config.institutions import InstitutionsDomain
+    from governed_broker.config.resolved import load_resolved
+
+    data = experiments.data()
+    data["institutions"] = _institutions()
+    path = experiments.write(data)
+    parsed = {AgentTypesConfig: 0, DamageTable: 0, InstitutionsDomain: 0}
+
+    def counting(validate):
+        def count(model, data, source, **kwargs):
+            if model in parsed:
+                parsed[model] += 1
+            return validate(model, data, source, **kwargs)
+        return count
+
+    monkeypatch.setattr(loader, "validate_model", counting(loader.validate_model))
+    monkeypatch.setattr(damage, "validate_model", counting(damage.validate_model))
+    experiment = load_resolved(path, ["population.size=5", "years=2"])
+    run_experiment(experiment, tmp_path / "run", progress=False)
+    assert parsed == {AgentTypesConfig: 1, DamageTable: 1, InstitutionsDomain: 1}
+
+
+def _institutions() -> dict:
+    """``experiments/institutions.yaml``'s institutions, with absolute paths."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    section = yaml.safe_load((root / "experiments" / "institutions.yaml").read_text())[
+        "institutions"]
+    section.update(domain=str(root / "institutions.yaml"),
+                   prompts=str(root / "configs" / "institutions" / "prompts.yaml"))
+    return section

@@ -81,9 +81,44 @@ def test_a_bomb_in_an_override_is_refused(experiments) -> None:
 @pytest.mark.parametrize("text", ["seed: " + "1" * 5000, "when: 2020-13-45",
                                   "x: !!float " + "s" * 500, "x: !!int nope"])
 def test_values_yaml_cannot_construct_are_config_errors(text) -> None:
-    """Scalars whose form or tag promise a type they do not hold (PyYAML raises ValueError,
-    not a YAMLError) are malformed YAML, not a traceback; any quote is short."""
+    """Scalars whose form or tag promise another type are malformed YAML.
+
+    PyYAML raises ValueError, not a YAMLError, for them; they are reported as malformed YAML, not a
+    traceback, and any quote is short.
+    """
     with pytest.raises(ConfigError, match="exp.yaml: malformed YAML: a value cannot be read") \
             as info:
         load_yaml_text(text, "exp.yaml")
     assert len(str(info.value)) < 250
+
+
+@pytest.mark.parametrize("text, key, first, second", [
+    ("seed: 1\nyears: 2\nseed: 3\n", "seed", 1, 3),
+    ("hazard:\n  zones:\n    high: {a: 1}\n    high: {a: 2}\n", "high", 3, 4),
+    ("k: {a: 1, b: 2, a: 3}\n", "a", 1, 1),
+    ("yes: 1\ntrue: 2\n", True, 1, 2),  # YAML 1.1 reads both as the same key
+])
+def test_a_duplicate_key_is_refused_naming_both_lines(text, key, first, second) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_yaml_text(text, "exp.yaml")
+    message = str(info.value)
+    assert message.startswith("exp.yaml:") and f"duplicate key {key!r}" in message
+    assert f"line {second}" in message and f"first given on line {first}" in message
+
+
+def test_merge_keys_may_still_be_overridden() -> None:
+    data = load_yaml_text("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  x: 5\n", "t")
+    assert data["other"] == {"x": 5, "y": 2}
+
+
+def test_a_duplicate_key_in_an_experiment_is_a_configuration_error(experiments,
+                                                                   capsys) -> None:
+    import yaml
+
+    from governed_broker.cli import main
+
+    path = experiments.write(yaml.safe_dump(experiments.data(), sort_keys=False) + "years: 30\n")
+    code = main(["run", str(path), "--out", str(path.parent / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "duplicate key 'years'" in err and "first given on line" in err
+    assert not (path.parent / "out").exists()

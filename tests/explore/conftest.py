@@ -87,16 +87,21 @@ def browser() -> Iterator:
 
 @pytest.fixture
 def explorer_of():
-    """Start the real explorer server on a directory; stopped after the test."""
+    """Start the real explorer server on a directory; stopped after the test.
+
+    Returns the server's ``link``: the address of a view (``link("tab=decisions")``) with its
+    token.
+    """
     started = []
 
-    def start(directory: Path) -> str:
+    def start(directory: Path):
         require_browser()
         from governed_broker.explore.server import Explorer
 
         explorer = Explorer(directory)
         started.append(explorer)
-        return explorer.start()
+        explorer.start()
+        return explorer.link
 
     yield start
     for explorer in started:
@@ -105,8 +110,11 @@ def explorer_of():
 
 @pytest.fixture
 def partial_run():
-    """Make ``<out>.partial``: the embedded sample run as it was while running, with ``years``
-    complete years and the next one half written, no manifest or config yet."""
+    """Make ``<out>.partial``.
+
+    The embedded sample run as it was while running, with ``years`` complete years and the next one
+    half written, no manifest or config yet.
+    """
 
     def make(out: Path, years: int) -> Path:
         source = FIXTURES / "embedded_llm_run"
@@ -129,10 +137,12 @@ def partial_run():
 
 @pytest.fixture(scope="module")
 def institutions_run(tmp_path_factory) -> Path:
-    """A finished run of ``experiments/institutions.yaml`` with a scripted LLM deciding for the
-    government and the insurer (``tests/fixtures/scripted_institutions.yaml``: the government
-    first asks for more than its funds, a rule fires and it is asked again) and baseline
-    households: 30 households, 3 years."""
+    """A finished institutions run with a scripted LLM government and insurer.
+
+    ``experiments/institutions.yaml`` with ``tests/fixtures/scripted_institutions.yaml`` (the
+    government first asks for more than its funds, a rule fires and it is asked again) and baseline
+    households: 30 households, 3 years.
+    """
     from governed_broker.config import load_experiment
     from governed_broker.runner import run_experiment
 

@@ -61,8 +61,11 @@ def test_explore_refuses_a_directory_that_is_not_a_run(tmp_path, capsys) -> None
 
 
 def test_run_with_explore_serves_the_run_and_stops_with_it(experiments, tmp_path) -> None:
-    """``run.py X.yaml --explore``: the explorer starts once the run has a directory, stays
-    open after the run, and stops with the process (SIGTERM)."""
+    """``run.py X.yaml --explore``.
+
+    The explorer starts once the run has a directory, stays open after the run, and stops with the
+    process (SIGTERM).
+    """
     import re
     import subprocess
     import sys
@@ -81,9 +84,9 @@ def test_run_with_explore_serves_the_run_and_stops_with_it(experiments, tmp_path
         url, deadline = None, time.monotonic() + 120
         while url is None and time.monotonic() < deadline:
             line = proc.stderr.readline()
-            found = re.search(r"explorer at (http://\S+/)", line)
+            found = re.search(r"explorer at (http://\S+/)\?token=\S+ ", line)
             url = found.group(1) if found else None
-        assert url, "the explorer never announced its address"
+        assert url, "the explorer never announced its address with its token"
         with urllib.request.urlopen(url + "readyz", timeout=10) as response:
             assert response.status == 200
         for _ in range(50):  # the run's own lines come first

@@ -1,6 +1,7 @@
-"""A toy language model for the readout's tests: a tokenizer, next-token rules, and the three
-ways a readout reaches a model (a plain token source, a llama.cpp-like server, an
-OpenAI-compatible chat endpoint), all answering from the same rules.
+"""A toy language model for the readout's tests.
+
+a tokenizer, next-token rules, and the three ways a readout reaches a model (a plain token source, a
+llama.cpp-like server, an OpenAI-compatible chat endpoint), all answering from the same rules.
 
 The tokenizer has multi-character pieces (``VL``, ``ele``, ``_house``...) and every printable
 ASCII character, and splits text greedily by the longest piece. The model's next-token
@@ -71,8 +72,10 @@ def schema(actions: Sequence[str] = ACTIONS) -> dict[str, Any]:
 
 def reply(threat: str = "VH", coping: str = "H", decision: str = "do_nothing",
           reason: str = "x") -> str:
-    """A reply in the layout of the format the prompt shows (the defaults are the greedy
-    reply under ``RULES``)."""
+    """A reply in the layout of the format the prompt shows.
+
+    The defaults are the greedy reply under ``RULES``.
+    """
     return (f'{{"threat_appraisal": {{"label": "{threat}", "reason": "{reason}"}},\n '
             f'"coping_appraisal": {{"label": "{coping}", "reason": "{reason}"}},\n '
             f'"decision": "{decision}", "reason": ""}}')
@@ -118,8 +121,11 @@ def next_tokens(text: str, rules: Rules = RULES) -> dict[str, float]:
 
 def top(text: str, k: int, rules: Rules = RULES, shift: float = 0.0,
         tokenizer: Tokenizer = TOKENIZER) -> list[Candidate]:
-    """The ``k`` most probable next tokens after ``text`` (the log-probability of the n-th
-    moved by ``n * shift``, as a differently rounded evaluation would move them)."""
+    """The ``k`` most probable next tokens after ``text``.
+
+    The log-probability of the n-th is moved by ``n * shift``, as a differently rounded
+    evaluation would move them.
+    """
     ranked = sorted(next_tokens(text, rules).items(), key=lambda kv: -kv[1])[:k]
     return [Candidate(tokenizer.token(tokenizer.ids[p]), math.log(q) + n * shift)
             for n, (p, q) in enumerate(ranked)]
@@ -167,8 +173,9 @@ def entry(piece_id: int, logprob: float) -> dict[str, Any]:
 
 
 class ToyLlamaServer:
-    """Answers ``handle_completions`` as the embedded llama.cpp server does, from the rules,
-    with its prompt cache (``cache_prompt``: the tokens the slot's previous prompt shares with
+    """Answers ``handle_completions`` as the embedded llama.cpp server does, from the rules.
+
+    It has a prompt cache (``cache_prompt``: the tokens the slot's previous prompt shares with
     this one are not evaluated again). As with llama.cpp's rounding, the numbers a position
     gives depend on which evaluation computed its context: every reused token computed for
     another prompt (here: another user message) moves them. ``/apply-template`` and
@@ -237,11 +244,12 @@ def _serve(routes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]]) -> Thr
 
 def chat_handler(replies: dict[str, str], continues: bool = True, logprobs: bool = True
                  ) -> Callable[[Any], Any]:
-    """An ``httpx.MockTransport`` handler answering OpenAI-style chat completions from the
-    rules: the greedy reply when a ``response_format`` is given, else one token after the
-    messages (continuing a final assistant message when ``continues``, as llama-server and
-    vLLM with ``continue_final_message`` do; else after it, as a server that starts a new
-    turn would)."""
+    """An ``httpx.MockTransport`` handler answering OpenAI-style chat completions from the rules.
+
+    the greedy reply when a ``response_format`` is given, else one token after the messages
+    (continuing a final assistant message when ``continues``, as llama-server and vLLM with
+    ``continue_final_message`` do; else after it, as a server that starts a new turn would).
+    """
     import httpx
 
     def handle(request: httpx.Request) -> httpx.Response:

@@ -1,5 +1,7 @@
-"""The JSON text of messages and schemas is exactly ``json.dumps``'s, remembered or not, and the
-cache key built from it is the documented sha256 of the canonical document."""
+"""The JSON text of messages and schemas is exactly ``json.dumps``'s, remembered or not.
+
+And the cache key built from it is the documented sha256 of the canonical document.
+"""
 
 from __future__ import annotations
 

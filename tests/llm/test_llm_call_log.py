@@ -111,8 +111,10 @@ def test_a_log_from_before_the_transport_columns_gains_them_on_open(tmp_path):
 
 
 def test_a_new_log_has_pages_a_prompt_fits_and_an_older_log_keeps_its_own(tmp_path):
-    """A call's row (a 1-6 KB prompt) would spill onto overflow pages of SQLite's default
-    4 KiB; a new log is made with ``PAGE_SIZE`` pages, an existing one is left as it is."""
+    """A call's row (a 1-6 KB prompt) would spill onto overflow pages of SQLite's default 4 KiB.
+
+    A new log is made with ``PAGE_SIZE`` pages, an existing one is left as it is.
+    """
     from governed_broker.llm.call_log import PAGE_SIZE
 
     def page_size(path) -> int:

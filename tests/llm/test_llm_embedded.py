@@ -82,3 +82,100 @@ def test_prompt_cache_off_is_for_the_embedded_backend_only():
 
     with pytest.raises(ValueError, match="prompt_cache: false applies only to backend"):
         LLMConfig(backend="ollama", model="gemma3:4b", prompt_cache=False)
+
+
+# -- streaming: a stall times out, a long reply does not; a cancelled call stops ------------
+
+class FakeServer:
+    """Streams ``tokens`` chunks, ``gap_s`` apart, after ``first_s``; records when it stopped."""
+
+    def __init__(self, tokens=10, gap_s=0.0, first_s=0.0):
+        self.tokens, self.gap_s, self.first_s = tokens, gap_s, first_s
+        self.sent = 0
+        self.stopped_early = False
+
+    def handle_chat_completions(self, payload, callback):
+        import time
+
+        assert payload["stream"] is True
+        time.sleep(self.first_s)
+        for i in range(self.tokens):
+            chunk = {"choices": [{"index": 0, "delta": {"content": f"t{i} "},
+                                  "finish_reason": None}]}
+            self.sent += 1
+            if callback(chunk):
+                self.stopped_early = True
+                return
+            time.sleep(self.gap_s)
+        callback({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        callback({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": self.tokens},
+                  "timings": {"predicted_n": self.tokens}})
+
+
+@pytest.fixture
+def serving(backend, monkeypatch):
+    def serve(server):
+        monkeypatch.setattr("governed_broker.llm.embedded.load_server", lambda settings: server)
+        return server
+    return serve
+
+
+def free_request():
+    return LLMRequest.of([{"role": "user", "content": "x"}], seed=1, max_tokens=20)
+
+
+def test_a_reply_still_producing_tokens_is_not_timed_out(backend, serving):
+    serving(FakeServer(tokens=12, gap_s=0.1))  # 1.2 s in all, never 0.4 s without a token
+    backend.timeout_s = 0.4
+    reply = backend.chat(free_request())
+    assert reply.text == "".join(f"t{i} " for i in range(12))
+    assert (reply.prompt_tokens, reply.completion_tokens) == (5, 12)
+    assert reply.extra["finish_reason"] == "stop"
+
+
+def test_a_stall_times_out_and_the_generation_is_told_to_stop(backend, serving):
+    from governed_broker.llm.base import LLMTimeoutError
+    from governed_broker.llm.embedded import generations_running
+
+    server = serving(FakeServer(tokens=3, first_s=1.5))  # reads its prompt for 1.5 s
+    backend.timeout_s = 0.3
+    with pytest.raises(LLMTimeoutError, match="no token for 0.3 s"):
+        backend.chat(free_request())
+    backend._executor.shutdown(wait=True)
+    assert server.stopped_early and server.sent == 1 and generations_running() == 0
+
+
+def test_a_cancelled_call_stops_its_generation_at_the_next_token(backend, serving):
+    import asyncio
+    import time
+
+    server = serving(FakeServer(tokens=1000, gap_s=0.01))
+
+    async def cancel_soon():
+        task = asyncio.ensure_future(backend.achat(free_request()))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    start = time.perf_counter()
+    asyncio.run(cancel_soon())
+    backend._executor.shutdown(wait=True)
+    assert server.stopped_early and server.sent < 100
+    assert time.perf_counter() - start < 2
+
+
+def test_the_thread_count_is_in_the_cache_key_and_fixed_by_default(tmp_path):
+    from governed_broker.llm.cache import ResponseCache
+    from governed_broker.llm.embedded import DEFAULT_THREADS, default_threads, usable_cores
+    from governed_broker.llm.wrappers import CachedBackend
+
+    path = tmp_path / "not-a-model.gguf"
+    path.write_bytes(b"\x00" * 4096)
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    keys = {t: CachedBackend(EmbeddedBackend(EmbeddedSettings(path, threads=t), sha256="ab"),
+                             cache).key_for(ask()) for t in (0, 1, 2, 3)}
+    assert len({keys[1], keys[2], keys[3]}) == 3
+    assert default_threads() == min(DEFAULT_THREADS, usable_cores())  # not the machine's load
+    assert keys[0] == keys[default_threads()]
+    cache.close()

@@ -1,8 +1,11 @@
 """Patience with servers: a run rides out a server outage; past its patience it stops resumable.
 
-The one slow test here (about 70 s) is the issue's acceptance test: the Ollama-API test server
-goes away for 60 s in the middle of a governed LLM run and comes back on the same port; the
-run completes with every decision and the same CSVs as a run that saw no outage.
+The end-to-end test: the Ollama-API test server goes away for ``OUTAGE_S`` in the middle of a
+governed LLM run and comes back on the same port; the run completes with every decision and
+the same CSVs as a run that saw no outage, and its audit and call log say how long it waited.
+The outage lasts several back-offs, which is all this test must show; that a call keeps
+retrying for as long as its patience allows, whatever the outage's length (up to 300 s here),
+is shown on a fake clock below without waiting for it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from governed_broker.llm.reliability import RetryPolicy, RetryReport, call_with_
 from governed_broker.runner import partial_dir, run_experiment
 
 LABELS = ("VL", "L", "M", "H", "VH")
+#: How long the server is away (seconds): several back-offs of 0.5, 1, 2 and 4 s.
+OUTAGE_S = 8
 OUTPUTS = ("agents_yearly.csv", "model_yearly.csv")
 
 
@@ -50,7 +55,7 @@ def _decisions(run) -> list[tuple]:
     return [(r["year"], r["agent_id"], r["status"], r["executed_action"]) for r in records]
 
 
-def test_a_sixty_second_outage_is_ridden_out(experiments, tmp_path) -> None:
+def test_an_outage_is_ridden_out(experiments, tmp_path) -> None:
     with OllamaTestServer(decision_completion) as server:
         reference = run_experiment(experiments.config(_settings(server.host)),
                                    tmp_path / "reference", progress=False).out_dir
@@ -62,7 +67,7 @@ def test_a_sixty_second_outage_is_ridden_out(experiments, tmp_path) -> None:
         while len(server.requests) < 8:  # mid-run: some decisions of year 1 or 2 are made
             time.sleep(0.01)
         server.__exit__(None, None, None)
-        time.sleep(60)
+        time.sleep(OUTAGE_S)
         restarted.append(OllamaTestServer(decision_completion, port=port).__enter__())
 
     thread = threading.Thread(target=outage, daemon=True)
@@ -71,7 +76,7 @@ def test_a_sixty_second_outage_is_ridden_out(experiments, tmp_path) -> None:
         out = run_experiment(experiments.config(_settings(server.host)), tmp_path / "run",
                              progress=False).out_dir
     finally:
-        thread.join(timeout=90)
+        thread.join(timeout=OUTAGE_S + 30)
         for s in restarted:
             s.__exit__(None, None, None)
     assert restarted and restarted[0].requests, "the run did not wait for the restarted server"
@@ -80,13 +85,13 @@ def test_a_sixty_second_outage_is_ridden_out(experiments, tmp_path) -> None:
     assert _decisions(out) == _decisions(reference)
     records = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
     waits = [a["llm"]["transport_wait_s"] for r in records for a in r["attempts"]]
-    assert max(waits) >= 50  # the audit says how long the decision waited
-    assert sum(r["retries_by_kind"]["transport"] for r in records) >= 5
+    assert max(waits) >= OUTAGE_S - 2  # the audit says how long the decision waited
+    assert sum(r["retries_by_kind"]["transport"] for r in records) >= 3
     calls = sqlite3.connect(out / "llm_calls.sqlite")
     waited, retried = calls.execute(
         "SELECT max(transport_wait_s), sum(transport_retries) FROM calls").fetchone()
     calls.close()
-    assert waited >= 50 and retried >= 5  # the call log says so too
+    assert waited >= OUTAGE_S - 2 and retried >= 3  # the call log says so too
 
 
 def _stop_after(server: OllamaTestServer, requests: int) -> threading.Thread:

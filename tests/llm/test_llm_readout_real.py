@@ -70,8 +70,10 @@ def without_time(readout) -> dict:
 
 
 def test_the_readout_reads_the_prompt_a_run_sends(embedded, first_read):
-    """The path is the backend's own greedy reply to the request (chat route, whole prompt):
-    the readout's template and tokens are those of a run."""
+    """The path is the backend's own greedy reply to the request (chat route, whole prompt).
+
+    the readout's template and tokens are those of a run.
+    """
     readout = first_read[0]
     for f in readout.fields:
         assert sum(f.probabilities) == pytest.approx(1.0)
@@ -86,16 +88,21 @@ def test_the_readout_reads_the_prompt_a_run_sends(embedded, first_read):
 
 
 def test_a_readout_does_not_depend_on_the_call_before(embedded, first_read):
-    """Household 0 read again after household 1 (whose evaluation is in llama.cpp's cache)
-    gives exactly what it gave first."""
+    """Household 0 read again after household 1 gives exactly what it gave first.
+
+    Household 1's evaluation is in llama.cpp's cache then.
+    """
     embedded.chat(replace(request(1), max_tokens=1))  # household 1's prompt in the cache
     again = read_distributions(token_source(embedded), request(0))
     assert without_time(again) == without_time(first_read[0])
 
 
 def test_the_chat_route_reads_the_same_distributions(embedded, first_read):
-    """The OpenAI-compatible route of the same server (llama-server's), reading the text of
-    the path again through chat completions, agrees with the token-exact embedded source."""
+    """The OpenAI-compatible route of the same server agrees with the embedded source.
+
+    llama-server's chat completions, reading the text of the path again, agree with the
+    token-exact embedded source.
+    """
     base = openai_base_url(embedded.settings)
     model = httpx.get(f"{base}/models", timeout=10).json()["data"][0]["id"]
     exact = first_read[1]

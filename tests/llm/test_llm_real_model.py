@@ -17,7 +17,13 @@ from ollama_test_server import OllamaTestServer
 
 from governed_broker.config.llm import LLMConfig
 from governed_broker.llm import CachedBackend, LLMRequest, ResponseCache, build_backend
-from governed_broker.llm.embedded import EmbeddedBackend, load_server, openai_base_url
+from governed_broker.llm.embedded import (
+    EmbeddedBackend,
+    _Generation,
+    generations_running,
+    load_server,
+    openai_base_url,
+)
 from governed_broker.llm.ollama_backend import OllamaBackend
 from governed_broker.llm.openai_backend import OpenAICompatibleBackend
 
@@ -124,9 +130,11 @@ def test_through_the_openai_compatible_route(embedded):
 
 
 def test_without_prompt_cache_a_reply_does_not_depend_on_the_call_before(embedded):
-    """With the prompt cache the second of two identical calls reads (almost) nothing anew, so
-    what it reuses was computed in the previous call's batches; without it the whole prompt is
-    read every time and the same request gets the same reply whatever came before."""
+    """With the prompt cache the second of two identical calls reads (almost) nothing anew.
+
+    So what it reuses was computed in the previous call's batches; without it the whole prompt is
+    read every time and the same request gets the same reply whatever came before.
+    """
     from dataclasses import replace
 
     whole = EmbeddedBackend(replace(embedded.settings, prompt_cache=False),
@@ -134,7 +142,7 @@ def test_without_prompt_cache_a_reply_does_not_depend_on_the_call_before(embedde
 
     def read(backend, index):
         payload = backend._payload(pmt_request(index))
-        return backend._run(payload)
+        return backend._run(payload, _Generation())
 
     read(embedded, 0)
     assert read(embedded, 0)["timings"]["prompt_n"] < 5  # reused
@@ -144,3 +152,46 @@ def test_without_prompt_cache_a_reply_does_not_depend_on_the_call_before(embedde
     assert first["timings"]["prompt_n"] == again["timings"]["prompt_n"] == (
         first["usage"]["prompt_tokens"])
     assert first["choices"][0]["message"]["content"] == again["choices"][0]["message"]["content"]
+
+
+def test_a_streamed_reply_is_the_unstreamed_reply(embedded):
+    """Streaming (what makes a stall timeout and Ctrl-C possible) changes no reply.
+
+    The same request and seed give the same text as llama.cpp's blocking call.
+    """
+    payload = embedded._payload(pmt_request(3))
+    streamed = embedded._run(dict(payload), _Generation())
+    payload.pop("stream"), payload.pop("stream_options")
+    blocking = load_server(embedded.settings).handle_chat_completions(payload)
+    assert streamed["choices"][0]["message"]["content"] == (
+        blocking["choices"][0]["message"]["content"])
+    assert streamed["usage"]["completion_tokens"] == blocking["usage"]["completion_tokens"]
+
+
+def test_a_cancelled_generation_stops_within_seconds_and_frees_the_model(embedded):
+    """A call cancelled while the model writes ends at the next token.
+
+    Ctrl-C cancels the run's tasks; the call does not finish its reply, and the model takes
+    the next call at once.
+    """
+    import time
+
+    long = LLMRequest.of([{"role": "user", "content": "Write a long essay about floods."}],
+                         temperature=0.7, seed=5, max_tokens=2000, num_ctx=1024)
+
+    async def cancel_while_writing():
+        task = asyncio.ensure_future(embedded.achat(long))
+        while generations_running() == 0:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(2.0)  # reading the short prompt, then writing
+        cancelled = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        while generations_running():
+            await asyncio.sleep(0.05)
+        return time.monotonic() - cancelled
+
+    stopped_after = asyncio.run(cancel_while_writing())
+    assert stopped_after < 5, f"the generation ran {stopped_after:.1f} s after its cancellation"
+    assert_valid(embedded.chat(pmt_request(4)))

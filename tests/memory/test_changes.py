@@ -1,5 +1,8 @@
-"""Incremental memory state: ``changes()`` replayed by ``apply_changes`` rebuilds a memory
-exactly, and what one year reports does not grow with the years before it."""
+"""Incremental memory state.
+
+``changes()`` replayed by ``apply_changes`` rebuilds a memory exactly, and what one year reports
+does not grow with the years before it.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,8 @@ import numpy as np
 import pytest
 
 from governed_broker.config.loader import load_agent_types
-from governed_broker.config.memory import MemoryConfig
+from governed_broker.config.memory import MemoryConfig, MemoryParams
 from governed_broker.memory import (
-    HouseholdMemory,
     HumanCentricMemoryEngine,
     SemanticMemory,
     WindowMemoryEngine,
@@ -21,6 +23,7 @@ from governed_broker.memory import (
 from governed_broker.memory.item import ITEM_FIELDS, MemoryItem
 from governed_broker.memory.semantic import DEFAULT_CONCEPTS
 from governed_broker.memory.texts import MemoryTexts
+from governed_broker.sim.household_memory import HouseholdMemory
 
 REPO = Path(__file__).resolve().parents[2]
 TEXTS = MemoryTexts.from_file(REPO / "configs" / "prompts" / "memory.yaml")
@@ -46,7 +49,7 @@ def live_year(hm: HouseholdMemory, year: int, rng: np.random.Generator) -> None:
                         float(rng.uniform(0, 20_000)), insured=bool(rng.random() < 0.5),
                         elevated=bool(rng.random() < 0.2))
     else:
-        hm.record_no_flood(year)
+        hm.record_no_flood(year, insured=hm.insured, elevated=hm.elevated)
     hm.record_neighbours(year, {"insured": float(rng.random()), "elevated": 0.1,
                                 "relocated": 0.0})
     hm.retrieve(year)
@@ -98,14 +101,17 @@ def test_a_household_without_news_reports_nothing(graph) -> None:
     assert hm.changes() is not None  # its starting status, once
     assert hm.changes() is None
     hm.set_status(insured=True, elevated=False)
-    assert hm.changes() == {"own": [True, False, False, True, None, None]}
+    assert hm.changes() == {"own": [True, False, False, None, None]}
 
 
 def test_fidelity_refresh_visits_only_what_can_change_and_matches_the_rule() -> None:
-    """Every long-term item's fidelity equals the rule's at its age, every year, although a
-    refresh skips items that are already gist."""
-    e = HumanCentricMemoryEngine(rng=np.random.default_rng(0), agent_id=1,
-                                 fidelity_detailed_years=1, fidelity_summary_years=3)
+    """Every long-term item's fidelity equals the rule's at its age, every year.
+
+    Although a refresh skips items that are already gist.
+    """
+    e = HumanCentricMemoryEngine(
+        MemoryParams(fidelity_detailed_years=1, fidelity_summary_years=3),
+        rng=np.random.default_rng(0), agent_id=1)
     rng = np.random.default_rng(1)
     for year in range(1, 60):
         for _ in range(3):
@@ -140,11 +146,13 @@ def test_item_rows_follow_the_declared_field_order() -> None:
 
 
 def test_engine_changes_carry_undrained_and_working_items() -> None:
-    """Between consolidations an engine holds working items and items not yet drained to the
-    store; its changes carry them, sharing objects as the original does."""
+    """Between consolidations an engine holds working items and items not yet drained to the store.
+
+    Its changes carry them, sharing objects as the original does.
+    """
     for klass in (HumanCentricMemoryEngine, WindowMemoryEngine):
-        a = klass(rng=np.random.default_rng(2), agent_id=4, window_size=2)
-        b = klass(rng=np.random.default_rng(99), agent_id=4, window_size=2)
+        a = klass(MemoryParams(window_size=2), rng=np.random.default_rng(2), agent_id=4)
+        b = klass(MemoryParams(window_size=2), rng=np.random.default_rng(99), agent_id=4)
         for text in ("My home flooded", "Sunny day.", "The neighbours left."):  # one evicted
             a.add(text, 1)
         a.add_insight("Floods happen.", 1)

@@ -1,4 +1,4 @@
-"""HumanCentricMemoryEngine vs independent arithmetic (SPEC 3.1) and its invariants."""
+"""HumanCentricMemoryEngine vs independent arithmetic (docs/memory.md) and its invariants."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from governed_broker.memory import HumanCentricMemoryEngine, WindowMemoryEngine,
 
 
 def engine(seed: int = 0, **kw) -> HumanCentricMemoryEngine:
-    return HumanCentricMemoryEngine(rng=np.random.default_rng(seed), agent_id=7, **kw)
+    return HumanCentricMemoryEngine(MemoryParams(**kw), rng=np.random.default_rng(seed),
+                                    agent_id=7)
 
 
 def test_importance_is_product_of_keyword_weights():
@@ -237,3 +238,26 @@ def test_same_seed_same_consolidation(seed, imps):
             e.add("Sunny day.", 1, importance=imp)
         runs.append([m.id for m in e.end_year(1)])
     assert runs[0] == runs[1]
+
+
+def test_a_state_written_with_constructor_keywords_is_still_read():
+    """A state written with the parameters as constructor keywords is still read.
+
+    Engines used to record them so (weights and keywords apart); such a state rebuilds the same
+    engine.
+    """
+    e = engine(window_size=3, decay_rate=0.2)
+    e.add("My home flooded", 1)
+    state = json.loads(json.dumps(e.state()))
+    p = e.memory_params
+    cats = {**p.emotion_categories, **p.source_categories}
+    state["params"] = {
+        **{k: v for k, v in state["params"].items()
+           if k not in ("emotion_categories", "source_categories")},
+        "emotion_weights": {k: c.weight for k, c in p.emotion_categories.items()},
+        "source_weights": {k: c.weight for k, c in p.source_categories.items()},
+        "keywords": {k: list(c.keywords) for k, c in cats.items()}, "agent_id": "7"}
+    del state["agent_id"]
+    back = HumanCentricMemoryEngine.from_state(state)
+    assert back.memory_params == p and back.agent_id == "7"
+    assert [m.content for m in back.items()] == [m.content for m in e.items()]

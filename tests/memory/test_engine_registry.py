@@ -1,5 +1,6 @@
-"""Memory engines come from a name registry: a new one is a class plus one ``MEMORY_ENGINES``
-entry.
+"""Memory engines come from a name registry.
+
+A new one is a class plus one ``MEMORY_ENGINES`` entry.
 
 ``ToyEngine`` below is such a class (here, in this test file, not derived from the shipped
 engines): it keeps every memory and retrieves the newest ``window_size``. Registering it lets a
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from governed_broker.config.base import ConfigError
-from governed_broker.config.memory import MEMORY_ENGINES, MemoryConfig
+from governed_broker.config.memory import MEMORY_ENGINES, MemoryConfig, MemoryParams
 from governed_broker.memory import HumanCentricMemoryEngine, WindowMemoryEngine
 from governed_broker.memory.engine import make_engine, restore_engine
 from governed_broker.memory.item import MemoryItem
@@ -31,10 +32,10 @@ class ToyEngine:
 
     variant = "toy"
 
-    def __init__(self, *, rng: np.random.Generator | None = None, agent_id: str | int = "",
-                 **params: Any) -> None:
+    def __init__(self, params: MemoryParams, *, rng: np.random.Generator | None = None,
+                 agent_id: str | int = "") -> None:
         self.agent_id = str(agent_id)
-        self.window_size = int(params.get("window_size", 5))
+        self.window_size = params.window_size
         self.top_k_significant = self.top_k_insights = 0
         self.decay_rate = self.min_score = 0.0
         self._items: list[MemoryItem] = []
@@ -88,7 +89,7 @@ class ToyEngine:
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> ToyEngine:
-        engine = cls(agent_id=state["agent_id"], window_size=state["window_size"])
+        engine = cls(MemoryParams(window_size=state["window_size"]), agent_id=state["agent_id"])
         engine._items = [MemoryItem.from_dict(d) for d in state["items"]]
         new = set(state["new"])
         engine._new = [m for m in engine._items if m.id in new]
@@ -112,7 +113,7 @@ def _members(protocol: type) -> set[str]:
 
 @pytest.mark.parametrize("klass", [HumanCentricMemoryEngine, WindowMemoryEngine, ToyEngine])
 def test_engines_have_every_protocol_member(klass) -> None:
-    engine = klass(rng=np.random.default_rng(0), agent_id=1)
+    engine = klass(MemoryParams(), rng=np.random.default_rng(0), agent_id=1)
     assert {m for m in _members(MemoryEngine) if not hasattr(engine, m)} == set()
 
 

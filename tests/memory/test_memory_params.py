@@ -44,7 +44,7 @@ def test_engine_from_shipped_section_uses_its_keywords(tmp_path):
     e = HumanCentricMemoryEngine.from_config(shipped())
     assert e.classify("Water entered our kitchen") == ("direct_impact", "personal")
     from_file = HumanCentricMemoryEngine.from_config(REPO / "agent_types.yaml")
-    assert from_file.params() == e.params()
+    assert from_file.memory_params == e.memory_params
     bad = tmp_path / "a.yaml"
     bad.write_text("memory: {decay_rate: -1}\n")
     with pytest.raises(ConfigError, match="decay_rate"):

@@ -80,5 +80,5 @@ def test_a_reworded_file_is_what_households_remember(experiments, tmp_path) -> N
                                                      load_agent_types(config.agent_types),
                                                      config.seed))
     model.step()
-    item = model.world_memory.memory_of(1).record_no_flood(2)
+    item = model.world_memory.memory_of(1).record_no_flood(2, insured=False, elevated=False)
     assert item.content == "Nothing happened at my home in year 2."

@@ -1,4 +1,4 @@
-"""WorkingMemory (seed 001) and keyword encoding (SPEC 3.1)."""
+"""WorkingMemory (seed 001) and keyword encoding (docs/memory.md)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import numpy as np
@@ -63,7 +62,7 @@ def test_rag_tool_rejects_non_mapping(rag_tool) -> None:
     assert rag_tool.run(["search"])["status"] == "error"
 
 
-def test_rag_tool_arun_uses_llm_expansion() -> None:
+def test_rag_tool_uses_llm_expansion() -> None:
     chunks = load_chunks(KNOWLEDGE_DIR)
     backend = ScriptedBackend([(r"search queries", {"queries": ["a b c", "d e f"]})])
     kb = KnowledgeBase(
@@ -73,7 +72,7 @@ def test_rag_tool_arun_uses_llm_expansion() -> None:
         backend=backend,
         mqe_queries=2,
     )
-    reply = asyncio.run(RAGTool(kb).arun({"action": "search", "query": "buyout"}))
+    reply = RAGTool(kb).run({"action": "search", "query": "buyout"})
     assert reply["queries"] == ["buyout", "a b c", "d e f"]
     assert len(backend.calls) == 1
 

@@ -7,7 +7,7 @@ import yaml
 from rag_helpers import TOPICS_FILE, situation
 
 from governed_broker.config.base import ConfigError
-from governed_broker.rag.topics import Topic, TopicCondition, load_topics
+from governed_broker.config.knowledge import Topic, TopicCondition, load_topics
 
 
 def cond(**kw) -> TopicCondition:

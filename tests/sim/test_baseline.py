@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from governed_broker.config import load_agent_types
 from governed_broker.config.world import BaselineParams
-from governed_broker.contracts.decision import HouseholdSituation
+from governed_broker.contracts.decision import HouseholdSituation, SituationFacts
 from governed_broker.sim import BaselineDecisionMaker, FloodModel
 from tests.conftest import REPO_ROOT
 
@@ -51,9 +51,10 @@ def situation(agent_id=1, *, ysf=None, savings=50_000.0, prob=0.2, insured=False
         | {a: True for a in NOT_OFFERED},
         allowed_actions=allowed, trust_insurance=0.3, trust_neighbours=0.5, debt_usd=0.0,
         unrepaired_damage_usd=0.0,
-        extra={"loss_if_flood_usd": dict(zip(ACTIONS, loss, strict=True)) | NOT_OFFERED,
-               "premium_usd": dict(zip(ACTIONS, premium, strict=True)) | NOT_OFFERED,
-               "spending_room_usd": max(savings, 0.0)},
+        facts=SituationFacts(
+            loss_if_flood_usd=dict(zip(ACTIONS, loss, strict=True)) | NOT_OFFERED,
+            premium_usd=dict(zip(ACTIONS, premium, strict=True)) | NOT_OFFERED,
+            spending_room_usd=max(savings, 0.0)),
     )
 
 
@@ -154,8 +155,10 @@ def test_runs_inside_the_world(experiments) -> None:
 
 
 def prospect_maker(**changes) -> BaselineDecisionMaker:
-    """A baseline decision maker valuing actions as ``experiments/baseline_prospect.yaml``
-    does, with ``changes`` to the shipped parameters."""
+    """A baseline decision maker valuing actions as ``experiments/baseline_prospect.yaml`` does.
+
+    With ``changes`` to the shipped parameters.
+    """
     types = load_agent_types(REPO_ROOT / "agent_types.yaml")
     data = yaml.safe_load((REPO_ROOT / "experiments" / "baseline_prospect.yaml").read_text())
     return BaselineDecisionMaker(params(REPO_ROOT, **changes, **data["decision"]["baseline"]),

@@ -1,5 +1,8 @@
-"""The effect table: every effect priced once, executed from its traits, and a new effect is
-one entry in ``contracts.effects.EFFECTS`` plus one in ``sim.effects.WORLD_EFFECTS``."""
+"""The effect table: every effect priced once, executed from its traits.
+
+And a new effect is one entry in ``contracts.effects.EFFECTS`` plus one in
+``sim.effects.WORLD_EFFECTS``.
+"""
 
 from __future__ import annotations
 

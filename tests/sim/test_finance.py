@@ -1,5 +1,7 @@
-"""Household finance: repairs financed in the declared order, loans within repayment ability,
-the year's cash flow, affordability and forced sales."""
+"""Household finance: repairs financed in the declared order, loans within repayment ability.
+
+The year's cash flow, affordability and forced sales.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Hazard sampling: fixed schedules, stochastic frequencies, partial floods, and what households
-are told (the declared map, never the schedule)."""
+"""Hazard sampling: fixed schedules, stochastic frequencies, partial floods.
+
+And what households are told (the declared map, never the schedule).
+"""
 
 from __future__ import annotations
 

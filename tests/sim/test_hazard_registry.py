@@ -1,5 +1,6 @@
-"""Hazard modes come from a name registry: a new one is a ``Hazard`` subclass plus one
-``HAZARD_MODES`` entry.
+"""Hazard modes come from a name registry.
+
+A new one is a ``Hazard`` subclass plus one ``HAZARD_MODES`` entry.
 
 ``ToyHazard`` below is such a class (here, in this test file): every zone floods 0.5 m deep in
 even years and stays dry in odd ones. Registering it lets a run use it end to end.

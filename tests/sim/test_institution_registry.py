@@ -1,5 +1,6 @@
-"""Institutions come from a name registry (``config.institutions.INSTITUTIONS``): each entry is
-an ``InstitutionAgent`` subclass, built in the registry's order with its rule maker.
+"""Institutions come from a name registry (``config.institutions.INSTITUTIONS``).
+
+Each entry is an ``InstitutionAgent`` subclass, built in the registry's order with its rule maker.
 
 ``SteadyInsurer`` below (here, in this test file) is the insurer's book with another rule
 maker, one that holds its rates whatever the experience; registering it in the insurer's place

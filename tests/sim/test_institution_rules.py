@@ -139,3 +139,11 @@ def test_within_limits_scales_budgets_down_to_the_funds_in_whole_cents() -> None
     assert out["grant_budget_usd"] == pytest.approx(750.0)
     assert out["buyout_budget_usd"] == pytest.approx(250.0)
     assert out["grant_budget_usd"] + out["buyout_budget_usd"] <= 1000.0
+
+
+def test_an_overflowing_total_breaks_the_funds_limit_and_its_message_is_short() -> None:
+    levers = {"subsidy_share": 0.5, "grant_budget_usd": 1e308, "buyout_budget_usd": 1e308}
+    [broken] = limit_violations(GOV, gov_situation(), levers)  # the sum is inf
+    assert broken.rule_id == "budget_within_funds" and "$inf" in broken.message
+    assert len(broken.message) < 300
+    assert within_limits(GOV, gov_situation(), levers)["grant_budget_usd"] == 0.0

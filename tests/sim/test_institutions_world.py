@@ -1,9 +1,13 @@
-"""Institutions in the world (sim.institutions): the government's fund and the insurer's book,
-deciding before the households; budgets hold, the accounts balance, the levers reach every
-premium and offer, the world refuses a decision that breaks a limit, and the phase order."""
+"""Institutions in the world (sim.institutions).
+
+The government's fund and the insurer's book, deciding before the households; budgets hold, the
+accounts balance, the levers reach every premium and offer, the world refuses a decision that breaks
+a limit, and the phase order.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,8 +43,10 @@ FLOODY = ("population.size=80", "years=12", "hazard.zones.high.annual_probabilit
 
 
 class TakesOffers:
-    """Households that accept a buyout when offered, elevate when they can, and otherwise
-    insure when they can (to exercise every payment)."""
+    """Households that accept a buyout when offered, elevate when they can.
+
+    And otherwise insure when they can (to exercise every payment).
+    """
 
     name = "takes-offers"
 
@@ -313,3 +319,39 @@ def test_without_institutions_nothing_is_written_and_the_hash_is_unchanged(tmp_p
                    out, progress=False)
     assert not (out / "institutions_yearly.csv").exists()
     assert not (out / "institutions.jsonl").exists()
+
+
+@pytest.mark.parametrize("levers", [
+    # N1: each budget finite, their sum inf: close(inf, funds) said "within the funds"
+    {"subsidy_share": 0.5, "grant_budget_usd": 1e308, "buyout_budget_usd": 1e308},
+    # N2: an integer no float holds
+    {"subsidy_share": 0.5, "grant_budget_usd": 10 ** 400, "buyout_budget_usd": 0.0},
+    {"subsidy_share": float("nan"), "grant_budget_usd": 0.0, "buyout_budget_usd": 0.0},
+    {"subsidy_share": 0.5, "grant_budget_usd": "lots", "buyout_budget_usd": 0.0},
+    {"subsidy_share": True, "grant_budget_usd": 0.0, "buyout_budget_usd": 0.0},
+])
+def test_hostile_levers_fall_back_to_last_years_and_say_why(levers) -> None:
+    maker = Recording(levers)
+    model = _world({"government": maker})
+    model.step()  # never raises: the world refuses the decision
+    [record] = [r for r in model.institutions.records if r["institution"] == "government"]
+    situation = maker.seen[0]
+    assert record["status"] == "rejected" and record["fallback"] and record["backstop"]
+    assert record["levers"] == within_limits(DOMAIN.government, situation, situation.levers)
+    assert model.config.elevation.subsidy_budget_usd == record["levers"]["grant_budget_usd"]
+    json.dumps(record, allow_nan=False)  # the audit line stays valid JSON
+
+
+def test_levers_a_setting_refuses_are_refused_though_no_rule_forbids_them(tmp_path) -> None:
+    # the domain's rules are data: a domain without the funds rule must not let a budget
+    # above what the setting holds (config.world.MAX_USD) crash the year
+    text = (REPO / "institutions.yaml").read_text()
+    domain = tmp_path / "institutions.yaml"
+    domain.write_text(text.replace("kind: total_within", "kind: range\n      min: 0.0")
+                      .replace("      fact: funds_available_usd\n", "", 1))
+    maker = Recording({"subsidy_share": 0.5, "grant_budget_usd": 5e12, "buyout_budget_usd": 0.0})
+    model = _world({"government": maker}, [*FLOODY, f"institutions.domain={domain}"])
+    model.step()
+    [record] = [r for r in model.institutions.records if r["institution"] == "government"]
+    assert record["status"] == "rejected"
+    assert any("elevation.subsidy_budget_usd" in m for m in record["backstop"])

@@ -1,5 +1,8 @@
-"""Marginalised households: the income/tenure rule, the population CSV column, the output
-column, and benchmark B6 computed on a run that has them."""
+"""Marginalised households.
+
+The income/tenure rule, the population CSV column, the output column, and benchmark B6 computed on a
+run that has them.
+"""
 
 from __future__ import annotations
 

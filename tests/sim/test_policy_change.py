@@ -1,5 +1,8 @@
-"""A policy change from year T: arms share every output byte before T and differ after; a run
-resumed across T ends as an uninterrupted one."""
+"""A policy change from year T.
+
+Arms share every output byte before T and differ after; a run resumed across T ends as an
+uninterrupted one.
+"""
 
 from __future__ import annotations
 

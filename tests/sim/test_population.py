@@ -5,11 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from governed_broker.config import load_experiment
-from governed_broker.sim.population import (
-    generate_population,
-    load_population,
-    population_to_csv_text,
-)
+from governed_broker.sim.population import Population, generate_population, load_population
 
 
 def test_generated_population_follows_the_distributions(repo_root) -> None:
@@ -41,9 +37,11 @@ def test_income_follows_tenure(repo_root) -> None:
 
 
 def test_renters_income_moves_only_renters_incomes(repo_root) -> None:
-    """With or without renters' own distribution, owners' incomes and every draw after income
-    are the same: one draw per household either way, so the option changes renters' incomes
-    (and savings) only."""
+    """With or without renters' own distribution.
+
+    Owners' incomes and every draw after income are the same: one draw per household either way, so
+    the option changes renters' incomes (and savings) only.
+    """
     gen = load_experiment(repo_root / "experiments" / "baseline.yaml").population.generate
     blind = generate_population(gen.model_copy(update={"renter_income_usd": None}), 500, seed=9)
     split = generate_population(gen, 500, seed=9)
@@ -60,6 +58,23 @@ def test_generation_is_seeded(repo_root) -> None:
     a, b, c = (generate_population(gen, 100, s) for s in (1, 1, 2))
     assert np.array_equal(a.income_usd, b.income_usd)
     assert not np.array_equal(a.income_usd, c.income_usd)
+
+
+def population_to_csv_text(pop: Population, comment: str) -> str:
+    """Render a population as a CSV (with ``#`` comment lines) readable by ``load_population``."""
+    lines = [f"# {line}" for line in comment.splitlines()]
+    lines.append(
+        "tenure,flood_zone,income_usd,savings_usd,structure_value_usd,contents_value_usd,"
+        "elevated,insured,trust_insurance,trust_neighbours"
+    )
+    for i in range(pop.size):
+        lines.append(
+            f"{'owner' if pop.is_owner[i] else 'renter'},{pop.zone[i]},{pop.income_usd[i]:.2f},"
+            f"{pop.savings_usd[i]:.2f},{pop.structure_value_usd[i]:.2f},"
+            f"{pop.contents_value_usd[i]:.2f},{bool(pop.elevated[i])},{bool(pop.insured[i])},"
+            f"{pop.trust_insurance[i]:.4f},{pop.trust_neighbours[i]:.4f}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def test_csv_round_trip(experiments, repo_root) -> None:

@@ -1,5 +1,8 @@
-"""Risk-based premiums (``insurance.pricing: risk_based``): by zone and first-floor height,
-checked against premiums computed by hand; legacy pricing is the same everywhere."""
+"""Risk-based premiums (``insurance.pricing: risk_based``).
+
+By zone and first-floor height, checked against premiums computed by hand; legacy pricing is the
+same everywhere.
+"""
 
 from __future__ import annotations
 

@@ -139,6 +139,33 @@ def test_the_placement_rule_draws_cells_of_the_zone_class(experiments, grid_dir,
     assert set(hazard.cells[:50]) <= {1, 4, 8, 9}
 
 
+def test_a_placement_share_puts_that_many_homes_on_the_class_and_the_rest_on_dry_cells(
+        experiments, grid_dir, tmp_path) -> None:
+    placement = {"source": "test rule",
+                 "zones": {"sfha": {"wet_years_min": 2, "wet_years_max": 3, "share": 0.3},
+                           "other": {"wet_years_min": 1, "wet_years_max": 3, "share": 0.0}}}
+    data = raster_data(experiments, grid_dir, population_csv(tmp_path, with_xy=False),
+                       placement=placement)
+    hazard = make_hazard(hazard_with_paths(experiments.config(data=data)),
+                         ["other", "sfha"], 7, 3)
+    zone_index = np.array([1] * 50 + [0] * 50)
+    hazard.place_households(zone_index, None, None)
+    wet = hazard.wet_years()
+    sfha = wet[hazard.cells[:50]]
+    assert (np.isin(sfha, [2, 3])).sum() == 15 and (sfha == 0).sum() == 35  # round(0.3 * 50)
+    assert set(wet[hazard.cells[50:]]) == {0}
+
+
+def test_a_placement_share_below_one_needs_a_class_that_excludes_dry_cells(
+        experiments, grid_dir, tmp_path) -> None:
+    placement = {"source": "s", "zones": {"sfha": {"wet_years_min": 0, "wet_years_max": 3,
+                                                   "share": 0.5}}}
+    data = raster_data(experiments, grid_dir, population_csv(tmp_path, with_xy=False),
+                       placement=placement)
+    with pytest.raises(ConfigError, match="needs wet_years_min >= 1"):
+        experiments.config(data=data)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -168,3 +195,153 @@ def test_a_home_outside_the_modelled_area_is_named(experiments, grid_dir, tmp_pa
     config = experiments.config(data=raster_data(experiments, grid_dir, pop))
     with pytest.raises(ConfigError, match="household 3 at x=25, y=25 is outside"):
         run_experiment(config, tmp_path / "run", progress=False)
+
+
+@pytest.fixture
+def no_hang():
+    """Fail, rather than hang, a test whose code under test blocks (reading a FIFO)."""
+    import signal
+
+    def alarm(*_):
+        raise TimeoutError("the code under test blocked for 20 s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "grid fifo"])
+def test_a_raster_path_that_is_no_regular_file_is_refused_at_once(
+        experiments, grid_dir, tmp_path, no_hang, kind) -> None:
+    import os
+
+    path = grid_dir
+    if kind == "fifo":
+        path = tmp_path / "grids.tar.gz"
+        os.mkfifo(path)
+    elif kind == "/dev/zero":
+        path = Path("/dev/zero")
+    else:
+        (grid_dir / "depth2002.asc").unlink()
+        os.mkfifo(grid_dir / "depth2002.asc")
+    data = raster_data(experiments, path, population_csv(tmp_path))
+    with pytest.raises(ConfigError, match="not a regular file"):
+        experiments.config(data=data)
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("nan", r"row 2, column 3 is NaN"), ("inf", r"row 2, column 3 is not finite"),
+    ("-0.5", r"row 2, column 3 is -0.5"), ("1e400", r"row 2, column 3 is not finite")])
+def test_a_grid_value_that_is_no_depth_is_named_by_its_cell(experiments, grid_dir, tmp_path,
+                                                            cell, message) -> None:
+    path = grid_dir / "depth2000.asc"
+    path.write_text(path.read_text().replace("1 0 0 0", f"1 0 {cell} 0"))
+    config = experiments.config(data=raster_data(experiments, grid_dir, population_csv(tmp_path)))
+    with pytest.raises(ConfigError, match=f"depth2000.asc.*{message}"):
+        run_experiment(config, tmp_path / "run", progress=False)
+
+
+def test_nan_cells_are_nodata_only_when_the_grid_declares_nan_its_nodata(
+        experiments, grid_dir, tmp_path) -> None:
+    from governed_broker.config.grids import parse_depths
+
+    for name in grid_names().values():
+        path = grid_dir / name
+        if name.endswith(".gz"):
+            text = gzip.decompress(path.read_bytes()).decode()
+            path.write_bytes(gzip.compress(text.replace("-9999", "nan").encode()))
+        else:
+            path.write_text(path.read_text().replace("-9999", "nan"))
+    _, grid = parse_depths((grid_dir / "depth2000.asc").read_text(), "t")
+    assert np.isnan(grid[0, 2]) and np.isnan(grid).sum() == 1
+    config = experiments.config(data=raster_data(experiments, grid_dir, population_csv(tmp_path)))
+    assert run_experiment(config, tmp_path / "run", progress=False).n_agent_rows == 12
+
+
+@pytest.mark.parametrize("suffix, cut", [("tar.gz", 0.1), ("tar.gz", 0.5), ("tar.gz", -30),
+                                        ("tar", 2048)])  # after its second member
+def test_a_truncated_archive_is_named_as_such(experiments, grid_dir, tmp_path, suffix,
+                                              cut) -> None:
+    big = {y: [[0.25 * ((r * 7 + c * 3 + y) % 9) for c in range(4)] for r in range(3)]
+           for y in GRIDS}
+    for year, rows in big.items():
+        write_grid(grid_dir / grid_names()[year], rows)
+    archive = tmp_path / f"grids.{suffix}"
+    with tarfile.open(archive, "w:gz" if suffix == "tar.gz" else "w") as tar:
+        for name in grid_names().values():
+            tar.add(grid_dir / name, arcname=name)
+    data = archive.read_bytes()
+    archive.write_bytes(data[: int(len(data) * cut) if 0 < cut < 1 else cut])
+    config_data = raster_data(experiments, archive, population_csv(tmp_path))
+    with pytest.raises(ConfigError) as info:
+        experiments.config(data=config_data)
+    message = str(info.value)
+    assert "hazard.raster" in message and str(archive) in message
+    assert "truncated or corrupt" in message and "fetch it again" in message
+    assert "could not be opened successfully" not in message and len(message) < 900
+
+
+TOKENS = ("nan", "NaN", "inf", "-inf", "-1", "1e400", "21", "x", "", "\x00", "0x10", "1,5",
+          "-9999", "0.5", "1e-300")
+
+
+def test_fuzzed_grids_and_archives_are_read_or_refused(grid_dir, tmp_path, no_hang) -> None:
+    """Grids with hostile cells and headers, archives cut short or with bytes flipped.
+
+    Each is read into finite depths in range (NODATA as NaN) or refused with a ConfigError.
+    ``GOVERNED_BROKER_FUZZ_N`` sets the number of cases (fuzz harder by hand).
+    """
+    import os
+    import random
+    import signal
+
+    from governed_broker.config.grids import load_depth_series
+    from governed_broker.config.raster import RasterConfig
+    from governed_broker.config.world import MAX_DEPTH_M
+
+    rng = random.Random(40)
+    names = grid_names()
+    plain = {y: (grid_dir / names[y]).read_bytes() for y in GRIDS}
+    outcomes = {"read": 0, "refused": 0}
+    for i in range(int(os.environ.get("GOVERNED_BROKER_FUZZ_N", "150"))):
+        signal.alarm(20)  # no_hang: 20 s per case
+        folder = tmp_path / f"f{i}"
+        folder.mkdir()
+        for year, data in plain.items():
+            text = (gzip.decompress(data) if names[year].endswith(".gz") else data).decode()
+            lines = text.split("\n")
+            if rng.random() < 0.5:  # a hostile cell or header value
+                row = rng.randrange(len(lines) - 1)
+                parts = lines[row].split(" ")
+                parts[rng.randrange(len(parts))] = rng.choice(TOKENS)
+                lines[row] = " ".join(parts)
+            body = "\n".join(lines).encode()
+            write = gzip.compress(body) if names[year].endswith(".gz") else body
+            (folder / names[year]).write_bytes(write)
+        path: Path = folder
+        if rng.random() < 0.5:
+            compression = rng.choice(["", "gz", "xz", "bz2"])
+            path = tmp_path / (f"a{i}.tar" + (f".{compression}" if compression else ""))
+            with tarfile.open(path, f"w:{compression}") as tar:
+                for name in names.values():
+                    tar.add(folder / name, arcname=name)
+            data = bytearray(path.read_bytes())
+            if rng.random() < 0.4:
+                data = data[: rng.randrange(len(data))]
+            elif rng.random() < 0.5:
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+            path.write_bytes(bytes(data))
+        raster = RasterConfig(path=path, grids=names, start_year=2000)
+        try:
+            _, grids = load_depth_series(raster, path)
+        except ConfigError as exc:
+            outcomes["refused"] += 1
+            assert len(str(exc)) < 1500
+            continue
+        outcomes["read"] += 1
+        for grid in grids.values():
+            valid = grid[~np.isnan(grid)]
+            assert ((valid >= 0) & (valid <= MAX_DEPTH_M)).all()
+    assert outcomes["read"] > 10 and outcomes["refused"] > 50, outcomes

@@ -82,7 +82,8 @@ def fake_run(config, out_dir, *, progress: bool = True) -> Path:
         mean_depth_m=("depth_m", "mean"), total_premiums_usd=("premium_usd", "sum")
     )
     model.to_csv(work / "model_yearly.csv", index=False)
-    (work / "manifest.json").write_text(json.dumps({"seed": config.seed}), encoding="utf-8")
+    manifest = {"seed": config.seed, "n_agent_rows": len(agents)}  # checked by sweep status
+    (work / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     if out_dir.exists():
         shutil.rmtree(out_dir)
     os.replace(work, out_dir)

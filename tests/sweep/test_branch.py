@@ -25,7 +25,7 @@ from governed_broker.cli import main
 from governed_broker.config import ConfigError, load_experiment
 from governed_broker.runner import run_experiment
 from governed_broker.sweep.api import run_sweep
-from governed_broker.sweep.branch import BRANCH_FILE, parse_arm
+from governed_broker.sweep.branch import BRANCH_FILE, check_arm_settings, parse_arm
 from governed_broker.sweep.history import compare_decisions, compare_yearly_csv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -193,8 +193,10 @@ def test_out_inside_the_parent_or_on_a_finished_run_is_refused(branched, capsys)
 
 
 def _own_experiment(directory: Path, **settings) -> Path:
-    """A copy of the test parent's experiment whose damage table is a file of its own beside
-    it (a relative path), so that a test may edit it."""
+    """A copy of the test parent's experiment with its own damage table file.
+
+    The table is a file beside it (a relative path), so that a test may edit it.
+    """
     data = yaml.safe_load((REPO / "experiments" / "baseline.yaml").read_text(encoding="utf-8"))
     data.pop("extends", None)
     data["agent_types"] = str(REPO / "agent_types.yaml")
@@ -257,9 +259,12 @@ SCRIPT = [{"pattern": ".", "choices": [
 
 def test_llm_arms_take_shared_years_from_the_cache_and_their_decisions_are_checked(
         tmp_path, capsys) -> None:
-    """A governed (scripted) parent: the arms' decisions of years 1-2 come from the response
-    cache and equal the parent's apart from timings and cache flags; an edited parent decision
-    is a history difference (exit 1) naming the arm, the file and the year."""
+    """A governed (scripted) parent.
+
+    The arms' decisions of years 1-2 come from the response cache and equal the parent's apart from
+    timings and cache flags; an edited parent decision is a history difference (exit 1) naming the
+    arm, the file and the year.
+    """
     (tmp_path / "script.yaml").write_text(yaml.safe_dump(SCRIPT), encoding="utf-8")
     experiment = _own_experiment(tmp_path, years=4, decision={"maker": "llm"})
     llm = (f"llm={{backend: scripted, script: {tmp_path / 'script.yaml'}, model: two-choices, "
@@ -374,3 +379,24 @@ def test_a_run_with_institutions_branches_with_its_institutions_history(tmp_path
     combined = pd.read_csv(out / "sweep_institutions_yearly.csv")
     assert sorted(combined["param.case"].unique()) == ["inst", "rich"]
     assert len(combined) == 2 * 5
+
+
+@pytest.mark.parametrize("text", ["hunter2-secret-token:\n", "password: hunter2-secret\n",
+                                  "github.com:\n  oauth_token: hunter2-secret\n",
+                                  "insurance.loadng: 1.2\nhunter2-secret: x\n"])
+def test_an_arm_file_that_is_any_file_is_refused_without_quoting_it(tmp_path, text) -> None:
+    secret = tmp_path / "secret.yaml"
+    secret.write_text(text)
+    arm = f"x=@{secret}"
+    with pytest.raises(ConfigError) as info:
+        check_arm_settings(parse_arm(arm))
+    message = str(info.value)
+    assert "hunter2" not in message.replace(arm, "") and str(secret) in message
+    if "loadng" in text:  # a near miss of a policy setting is still helped
+        assert "did you mean 'insurance.loading'" in message
+
+
+@pytest.mark.parametrize("name", ["CON", "nul", "com1.x", "arm."])
+def test_arm_names_windows_cannot_hold_are_refused(name) -> None:
+    with pytest.raises(ConfigError, match="Windows"):
+        parse_arm(f"{name}=insurance.loading=1.2")

@@ -103,3 +103,51 @@ def test_run_runs_the_sweep_of_a_yaml_with_a_sweep_block(experiment, tmp_path, c
     assert len(pd.read_csv(out / "sweep_runs.csv")) == 4
     assert cli_main(["run", str(path), "--out", str(out), "--overwrite"]) == 2
     assert "a sweep resumes" in capsys.readouterr().err
+
+
+def test_collect_and_status_fail_runs_whose_outputs_do_not_match_their_manifests(
+        experiment, tmp_path, capsys):
+    """N4: a truncated agents_yearly.csv was called done (4 of 210 rows collected, exit 0)."""
+    path, out = experiment(SWEEP), tmp_path / "out"
+    assert run_cli(["sweep", str(path), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    run_ids = list(pd.read_csv(out / "sweep_runs.csv")["run_id"])
+    damaged = run_ids[1:]
+    tables = [out / run_id / "agents_yearly.csv" for run_id in damaged]
+    data = tables[0].read_bytes()
+    tables[0].write_bytes(data[: len(data) // 3])  # cut short
+    data = tables[1].read_bytes()  # same size and rows, other bytes: the digest tells
+    tables[1].write_bytes(data.replace(b",False,", b",True,,", 1)[: len(data)])
+    tables[2].unlink()
+    assert run_cli(["collect", str(out)]) == 1
+    assert "collected 1 of 4" in capsys.readouterr().out
+    index = pd.read_csv(out / "sweep_runs.csv").set_index("run_id")
+    assert list(index.loc[damaged, "status"]) == ["failed"] * 3
+    assert all("agents_yearly.csv" in e for e in index.loc[damaged, "error"])
+    assert set(pd.read_parquet(out / "sweep_agents_yearly.parquet")["run_id"]) == {run_ids[0]}
+    assert run_cli(["status", str(out)]) == 1
+    status = capsys.readouterr().out
+    assert all(f"failed {r}" in status for r in damaged)
+    # the explorer lists them as failed too, and writes nothing into the sweep
+    import shutil
+
+    from governed_broker.explore.sweep_index import sweep_runs
+
+    shutil.rmtree(out / "_sweep" / "verified")
+    listed = sweep_runs(out).set_index("run_id")
+    assert list(listed.loc[damaged, "status"]) == ["failed"] * 3
+    assert not (out / "_sweep" / "verified").exists()
+    # re-submitting does not run over what is there: it says what to do
+    assert run_cli(["sweep", str(path), "--out", str(out), "--no-progress"]) == 1
+    index = pd.read_csv(out / "sweep_runs.csv").set_index("run_id")
+    assert all("move" in e for e in index.loc[damaged, "error"])
+    assert all(t.parent.is_dir() for t in tables)
+
+
+@pytest.mark.parametrize("out", ["/proc/governed-broker-sweep", "s" * 300])
+def test_a_sweep_out_that_cannot_be_created_is_exit_2(experiment, tmp_path, capsys, out,
+                                                       monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["sweep", str(experiment(SWEEP)), "--out", out, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "configuration error: --out" in err and "not expected" not in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,29 @@ CONSTANT_SCRIPT = [{"pattern": ".", "reply": {
     "decision": "do_nothing", "reason": "scripted: nothing this year"}}]
 
 
+#: Replies per vignette of the small battery the scripted tests use (the shipped battery asks
+#: hundreds of decisions; tests/validity/test_reference.py runs it whole).
+SMALL_REPLICATES = 4
+
+
+def small_battery(target: Path, replicates: int = SMALL_REPLICATES) -> Path:
+    """A copy of the shipped battery in ``target`` asking each vignette few times.
+
+    At most ``replicates`` times (``max_replicates``); every test, level and grid kept.
+    """
+    shutil.copytree(HERE.parent.parent / "configs" / "validity", target)
+    tests = yaml.safe_load((target / "tests.yaml").read_text())
+    tests["max_replicates"] = replicates
+    (target / "tests.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    return target
+
+
 @pytest.fixture
 def scripted_file(experiments, tmp_path: Path) -> Path:
-    """The small test world decided by the constant scripted model (memory on, cards and
-    response cache in ``tmp_path``), written as an experiment YAML file."""
+    """The small test world decided by the constant scripted model, as a YAML file.
+
+    Memory on, cards and response cache in ``tmp_path``, the small battery.
+    """
     script = tmp_path / "constant.yaml"
     script.write_text(yaml.safe_dump(CONSTANT_SCRIPT))
     data = experiments.data()
@@ -32,7 +52,7 @@ def scripted_file(experiments, tmp_path: Path) -> Path:
     data["llm"] = {"backend": "scripted", "script": str(script),
                    "cache": {"path": str(tmp_path / "responses.sqlite")}}
     data["memory"]["engine"] = "humancentric"
-    data["validity"] = {"battery_dir": str(HERE.parent.parent / "configs" / "validity"),
+    data["validity"] = {"battery_dir": str(small_battery(tmp_path / "battery")),
                         "cards_dir": str(tmp_path / "cards")}
     return experiments.write(data)
 

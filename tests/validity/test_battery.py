@@ -29,6 +29,10 @@ def _copy(tmp_path: Path) -> Path:
     return target
 
 
+def _test(data: dict, name: str) -> dict:
+    return next(t for t in data["tests"] if t["name"] == name)
+
+
 def _edit(directory: Path, name: str, change) -> None:
     path = directory / name
     data = yaml.safe_load(path.read_text())
@@ -36,19 +40,39 @@ def _edit(directory: Path, name: str, change) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def test_shipped_battery_plans_19_vignettes_and_102_decisions(domain) -> None:
+def test_shipped_battery_is_sized_for_its_power(domain) -> None:
     battery = load_battery(SHIPPED, domain)
     plan = plan_battery(battery, domain, ZONES)
-    assert len(plan.main_vignettes()) == 19
-    assert sum(1 for _ in plan.asks()) == 102  # the budget docs/validity.md states
+    assert plan.decisions() == 950  # the budget docs/validity.md states
+    primaries = len(battery.tests.primaries)
+    for test in battery.tests.tests:
+        size = plan.sizes[test.name]
+        if size.power is not None:  # every sized test has the battery's power, none capped
+            assert size.power >= battery.tests.power - 0.02, test.name
+            assert size.per_vignette < battery.tests.max_replicates, test.name
+        assert size.alpha == pytest.approx(battery.tests.alpha / (primaries if test.primary
+                                                                    else 1))
+    # the directional tests: 105 replies at alpha / 7 for rho 0.5 against 0.2, 35 per level
+    assert plan.sizes["threat_rises_with_depth"].per_vignette == 35
+    depth = plan.levels["threat_rises_with_depth"]
+    assert all(plan.vignettes[lv.vignette].replicates >= 35 for lv in depth)
     # every test of the file is planned or computed from the main vignettes
-    assert set(plan.levels) | set(plan.arms) | set(plan.triggers) <= \
+    assert set(plan.levels) | set(plan.arms) | set(plan.grids) | set(plan.triggers) <= \
         {t.name for t in battery.tests.tests}
 
 
 def test_quick_battery_is_smaller(domain) -> None:
     quick = plan_battery(load_battery(SHIPPED, domain, quick=True), domain, ZONES)
-    assert sum(1 for _ in quick.asks()) < 60
+    assert quick.decisions() < 150
+    assert all(v.replicates <= 2 for v in quick.vignettes.values())
+
+
+def test_a_cap_on_replicates_is_kept_and_lowers_the_power(tmp_path, domain) -> None:
+    battery = _copy(tmp_path)
+    _edit(battery, "tests.yaml", lambda d: d.update(max_replicates=10))
+    plan = plan_battery(load_battery(battery, domain), domain, ZONES)
+    assert max(v.replicates for v in plan.vignettes.values()) == 10
+    assert plan.sizes["threat_rises_with_depth"].power < 0.5
 
 
 def test_shared_levels_are_one_vignette(domain) -> None:
@@ -71,10 +95,19 @@ def test_shared_levels_are_one_vignette(domain) -> None:
      "years_ago must be below year"),
     ("tests.yaml", lambda d: d["tests"][3].update(measure="share:floodproof"),
      "no action of agent_types.yaml has the effect 'floodproof'"),
-    ("tests.yaml", lambda d: d["tests"][14]["triggers"][0]["reply"].update(threat="EXTREME"),
-     "not on the scale"),
-    ("tests.yaml", lambda d: d["tests"][15]["contradicts"]["none"].append("(unclosed"),
-     "does not compile"),
+    ("tests.yaml", lambda d: _test(d, "governance_laundering")["triggers"][0]["reply"].update(
+        threat="EXTREME"), "not on the scale"),
+    ("tests.yaml", lambda d: _test(d, "reason_coherence")["contradicts"]["none"].append(
+        "(unclosed"), "does not compile"),
+    ("tests.yaml", lambda d: d["tests"][0].update(design_effect=0.1),
+     "must exceed +0.2"),
+    ("tests.yaml", lambda d: d["tests"][0].pop("design_effect"), "needs a design_effect"),
+    ("tests.yaml", lambda d: [t.update(primary=False) for t in d["tests"]],
+     "no test is primary"),
+    ("tests.yaml", lambda d: _test(d, "retest_threat")["grid"].update(savings_usd=[1]),
+     "a grid field needs 2 to 10 levels"),
+    ("tests.yaml", lambda d: _test(d, "retest_threat")["grid"].update(wealth=[1, 2]),
+     "no field 'wealth'"),
     ("tests.yaml", lambda d: d["tests"].append(dict(d["tests"][0])),
      "test names must be unique"),
     ("vignettes.yaml", lambda d: d["base"].update(wealth=1), "wealth"),

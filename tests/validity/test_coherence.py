@@ -1,5 +1,8 @@
-"""The lexical reason-coherence check on real replies of the embedded model (committed in
-tests/fixtures/embedded_llm_run) and on hand-written contradictions."""
+"""The lexical reason-coherence check, on real and hand-written replies.
+
+Real replies of the embedded model (committed in tests/fixtures/embedded_llm_run) and hand-written
+contradictions.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The battery read as distributions (validity.readout, ``governed-broker readout``), with a
-character-level toy model whose distributions are known: no language model needed."""
+"""The battery read as distributions (validity.readout, ``governed-broker readout``).
+
+A character-level toy model whose distributions are known stands in: no language model needed.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ FLOODED = "A flood reached your home"
 
 
 def weights(field: str, values: Sequence[str], prompt: str) -> dict[str, float]:
-    """The toy's distribution of a field (unnormalised): threat H when the home flooded this
-    year, VL otherwise; coping M; the first action offered."""
+    """The toy's distribution of a field (unnormalised).
+
+    threat H when the home flooded this year, VL otherwise; coping M; the first action offered.
+    """
     if field == "threat_appraisal.label":
         favourite = "H" if FLOODED in prompt else "VL"
     elif field == "coping_appraisal.label":
@@ -30,9 +34,11 @@ def weights(field: str, values: Sequence[str], prompt: str) -> dict[str, float]:
 
 
 class CharSource:
-    """One token per character: the next character's probability is the weight of the values
-    it may still become (so a field's distribution is its normalised weights), and 0.1 of the
-    mass is on a forbidden "|"."""
+    """One token per character.
+
+    the next character's probability is the weight of the values it may still become (so a field's
+    distribution is its normalised weights), and 0.1 of the mass is on a forbidden "|".
+    """
 
     name = "toy characters"
 
@@ -112,8 +118,10 @@ def test_the_readout_command(scripted_file, capsys, tmp_path):
 
 
 def test_a_vignettes_request_is_the_one_the_battery_sends(scripted_experiment, tmp_path):
-    """The readout reads the request the sampled battery's broker sends first for a vignette
-    (messages, schema, sampling, seed): asked through the Prober, the same request arrives."""
+    """The readout reads the request the sampled battery's broker sends first for a vignette.
+
+    Messages, schema, sampling and seed: asked through the Prober, the same request arrives.
+    """
     from governed_broker.validity.battery import load_battery
     from governed_broker.validity.plan import plan_battery
     from governed_broker.validity.probe import Prober

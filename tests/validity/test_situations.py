@@ -1,5 +1,8 @@
-"""Vignettes are stated as the experiment's world states them, and rendered by its own
-context builder: prices, damage, probability and memories follow the experiment."""
+"""Vignettes are stated as the experiment's world states them.
+
+And rendered by its own context builder: prices, damage, probability and memories follow the
+experiment.
+"""
 
 from __future__ import annotations
 
@@ -57,7 +60,7 @@ def test_price_factors_affordability_and_elevation(scripted_experiment) -> None:
         pytest.approx(3 * plain.action_costs_usd["buy_insurance"])
     fin = experiment.config.finance  # what the world lets a household without loans spend
     room = finance.spending_room_usd(fin, np.array([1000.0]), np.array([10000.0]), np.zeros(1))
-    assert dear.extra["spending_room_usd"] == pytest.approx(room[0])
+    assert dear.facts.spending_room_usd == pytest.approx(room[0])
     assert dear.action_costs_usd["buy_insurance"] > room[0]
     assert dear.affordable["buy_insurance"] is False
     assert plain.affordable["buy_insurance"] is True

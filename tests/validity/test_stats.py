@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from governed_broker.validity import stats
-
-
-def test_icc_2_1_matches_shrout_and_fleiss() -> None:
-    # Shrout & Fleiss (1979), Table 2: 6 targets x 4 judges; ICC(2,1) = 0.29
-    table = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
-    assert stats.icc_2_1(table) == pytest.approx(0.29, abs=0.005)
-
-
-def test_icc_is_one_for_perfect_agreement_and_undefined_without_variance() -> None:
-    assert stats.icc_2_1([[1, 1, 1], [3, 3, 3], [0, 0, 0]]) == pytest.approx(1.0)
-    assert stats.icc_2_1([[2, 2], [2, 2], [2, 2]]) is None
-    assert stats.icc_2_1([[1, 2]]) is None  # one target
 
 
 def test_krippendorff_nominal_matches_the_worked_example() -> None:
@@ -36,13 +25,87 @@ def test_krippendorff_undefined_when_everyone_agrees_on_one_value() -> None:
     assert stats.krippendorff_nominal([["a"], ["b"]]) is None  # nothing pairable
 
 
-def test_total_variation_and_its_permutation_test() -> None:
+def test_total_variation_bootstrap_bounds() -> None:
     assert stats.total_variation(["a", "a"], ["a", "b"]) == pytest.approx(0.5)
-    assert stats.tv_permutation_p(["a"] * 8, ["b"] * 8, 2000, 1) < 0.01
-    assert stats.tv_permutation_p(["a", "b"] * 4, ["b", "a"] * 4, 2000, 1) == 1.0
-    # seeded: the same p-value every time
-    assert stats.tv_permutation_p(list("aabb"), list("abbb"), 500, 7) == \
-        stats.tv_permutation_p(list("aabb"), list("abbb"), 500, 7)
+    same = stats.tv_evidence(list("aaaab") * 20, list("aaaab") * 20, 0.25, 0.05, 2000, 1)
+    assert same.estimate == 0.0 and same.upper < 0.25 and same.p_below < 0.01
+    apart = stats.tv_evidence(["a"] * 60, ["b"] * 60, 0.25, 0.05, 2000, 1)
+    assert apart.estimate == 1.0 and apart.lower > 0.25 and apart.p_above < 0.01
+    # seeded: the same bounds every time
+    assert stats.tv_evidence(list("aabb"), list("abbb"), 0.25, 0.05, 500, 7) == \
+        stats.tv_evidence(list("aabb"), list("abbb"), 0.25, 0.05, 500, 7)
+
+
+def test_icc_interval_and_f_test_match_mcgraw_and_wong() -> None:
+    # Shrout & Fleiss (1979), Table 2: 6 targets x 4 judges, ICC(2,1) = 0.29; McGraw & Wong
+    # (1996) give its ICC(A,1) interval: 95 % interval
+    # [.019, .761]; the F test of ICC <= 0 is the two-way F of rows, 11.03 on (5, 15)
+    table = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
+    evidence = stats.icc_evidence(table, 0.0, 0.025)
+    assert evidence.estimate == pytest.approx(0.290, abs=0.001)
+    assert evidence.lower == pytest.approx(0.019, abs=0.001)
+    assert evidence.upper == pytest.approx(0.761, abs=0.001)
+    assert evidence.p_above == pytest.approx(stats._scipy.f.sf(11.03, 5, 15), rel=0.01)
+    assert stats.icc_evidence(table, 0.8, 0.05).p_below < 0.05  # well below 0.8
+
+
+def test_icc_of_a_constant_table_or_constant_rows() -> None:
+    assert stats.icc_evidence([[2, 2], [2, 2], [2, 2]], 0.3, 0.05) == \
+        stats.Evidence(None, None, None, 1.0, 0.0)
+    # every target answered alike, but the raters (seeds) differ: ICC 0, nothing above 0.3
+    seeds_only = stats.icc_evidence([[0, 4, 2], [0, 4, 2], [0, 4, 2]], 0.3, 0.05)
+    assert seeds_only.estimate == pytest.approx(0.0) and seeds_only.p_above == 1.0
+    perfect = stats.icc_evidence([[1, 1], [3, 3], [0, 0]], 0.3, 0.05)
+    assert perfect.estimate == pytest.approx(1.0) and perfect.lower == 1.0
+
+
+def test_correlation_bounds_are_bonett_and_wright() -> None:
+    x = [0] * 20 + [1] * 20 + [2] * 20
+    y = [0, 1, 2, 3] * 5 + [1, 2, 3, 4] * 5 + [2, 3, 4, 4] * 5
+    evidence = stats.correlation_evidence(x, y, 0.2, 0.05)
+    rho = stats._scipy.spearmanr(x, y).statistic
+    se = (1 + rho * rho / 2) ** 0.5 / (60 - 3) ** 0.5
+    assert evidence.estimate == pytest.approx(rho)
+    assert evidence.lower == pytest.approx(np.tanh(np.arctanh(rho) - 1.6449 * se), abs=1e-4)
+    assert evidence.p_above == pytest.approx(
+        stats._scipy.norm.sf((np.arctanh(rho) - np.arctanh(0.2)) / se))
+    # a constant answer: rho taken as 0, with the interval of its n (at 60 replies it cannot
+    # yet exclude 0.2; at the battery's 105 it can)
+    flat = stats.correlation_evidence(x, [3] * 60, 0.2, 0.05)
+    assert flat.estimate == 0.0 and flat.lower < 0 < 0.2 < flat.upper
+    flat = stats.correlation_evidence([0, 1, 2] * 35, [3] * 105, 0.2, 0.05)
+    assert flat.upper < 0.2 and flat.p_below < 0.05
+    assert stats.correlation_evidence([1] * 10, list(range(10)), 0.2, 0.05) is None
+
+
+def test_rate_bounds_are_wilson() -> None:
+    evidence = stats.rate_evidence(0, 60, 0.1, 0.05)
+    assert evidence.upper == pytest.approx(1.6449 ** 2 / (60 + 1.6449 ** 2), abs=1e-4)
+    assert evidence.p_below < 0.05
+    assert stats.rate_evidence(3, 4, 0.5, 0.05).p_below > 0.5
+    assert stats.rate_evidence(0, 0, 0.5, 0.05) is None
+
+
+def test_holm_matches_the_step_down_procedure() -> None:
+    # Holm (1979): sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1, made monotone
+    assert stats.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert stats.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+
+
+def test_agreement_indices_do_not_depend_on_other_vignettes() -> None:
+    # rwg against a uniform null of 5 categories (variance 2); Bennett's S against 1 / q
+    assert stats.rwg([2, 2, 2, 2], 5) == 1.0
+    assert stats.rwg([0, 4, 0, 4], 5) < 0
+    assert stats.bennett_s(["a", "a", "a"], 5) == 1.0
+    assert stats.bennett_s(["a", "b"], 2) == pytest.approx(-1.0)
+
+
+def test_krippendorff_bootstrap_bounds() -> None:
+    units = [["a"] * 6, ["b"] * 6, ["a"] * 5 + ["b"], ["b"] * 6]
+    evidence = stats.alpha_evidence(units, 0.3, 0.05, 500, 3)
+    assert evidence.estimate == pytest.approx(stats.krippendorff_nominal(units))
+    assert evidence.lower <= evidence.estimate <= evidence.upper
+    assert stats.alpha_evidence([["a", "a"], ["a", "a"]], 0.3, 0.05, 200, 1).p_above == 1.0
 
 
 def test_spearman_one_sided_and_undefined() -> None:

@@ -1,5 +1,8 @@
-"""``governed-broker validate``: the table, the card files, the cache, the output directory,
-and ``governed-broker report`` on its directory."""
+"""``governed-broker validate``.
+
+The table, the card files, the cache, the output directory, and ``governed-broker report`` on its
+directory.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +42,8 @@ def test_validate_prints_the_card_and_writes_it(scripted_file, tmp_path, capsys)
 def test_second_validate_is_answered_from_the_cache(scripted_file, tmp_path) -> None:
     assert _validate(scripted_file, tmp_path / "a") == 1
     calls, hits = _model_calls(tmp_path / "a")
-    assert hits == 0 and calls > 100  # 102 decisions, plus re-asks and format retries
+    card = json.loads((tmp_path / "a" / "validity_card.json").read_text())
+    assert hits == 0 and calls >= card["battery"]["decisions"]  # plus re-asks
     assert _validate(scripted_file, tmp_path / "b") == 1
     again, hits_again = _model_calls(tmp_path / "b")
     assert (again, hits_again) == (calls, calls)
@@ -80,5 +84,22 @@ def test_report_of_a_validate_directory(scripted_file, tmp_path) -> None:
     _validate(scripted_file, out)
     assert main(["report", str(out)]) == 0
     page = (out / "report.html").read_text()
-    assert "Validity card" in page and page.count("<img") == 6  # one figure per family
+    families = {t["family"] for t in json.loads((out / "validity_card.json").read_text())["tests"]}
+    assert "Validity card" in page and page.count("<img") == len(families) == 7  # one each
     assert "threat_rises_with_depth" in page
+
+
+def test_budget_prints_the_plan_and_asks_nothing(scripted_file, tmp_path, capsys) -> None:
+    out = tmp_path / "v"
+    assert main(["validate", str(scripted_file), "--budget", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("battery: ") and "decisions" in printed
+    assert "time: seconds (scripted backend: no model" in printed
+    for name in ("threat_rises_with_depth", "action_order_invariance", "retest_decision"):
+        assert name in printed
+    assert not out.exists() and not (tmp_path / "responses.sqlite").exists()
+
+
+def test_seeds_without_a_reference_is_a_configuration_error(scripted_file, capsys) -> None:
+    assert main(["validate", str(scripted_file), "--seeds", "5"]) == 2
+    assert "need --reference" in capsys.readouterr().err

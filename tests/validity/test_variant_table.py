@@ -6,6 +6,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 from governed_broker.cli import main
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "validity_variants.py"
@@ -37,9 +39,21 @@ def test_one_row_per_card_with_its_own_figures(scripted_file, tmp_path) -> None:
     for row, card in zip(rows, cards, strict=True):
         s = card["summary"]
         assert row["card"] == card["key"][:12]
-        assert row["pass/fail/n.a."] == f"{s['passed']}/{s['failed']}/{s['not_measurable']}"
-        # the constant scripted model gives one threat label whatever the depth: no rho
-        assert row["threat~depth rho"] == "n/a"
+        assert row["pass/fail/inconclusive"] == \
+            f"{s['passed']}/{s['failed']}/{s['inconclusive']}"
+        assert row["verdict"] == "not passed"
+        assert row["primary passed"] == "1 of 7"  # the order test: always do_nothing
+        # the constant scripted model gives one threat label whatever the depth: rho 0
+        depth = next(t for t in card["tests"] if t["name"] == "threat_rises_with_depth")
+        assert row["threat~depth rho"] == \
+            f"0.00 [{depth['lower']:.2f}, {depth['upper']:.2f}]"
         calls = card["llm"]["stats"]["calls"]["calls"]
         assert row["calls/decision"] == f"{calls / card['battery']['decisions']:.2f}"
     assert rows[0]["card"] != rows[1]["card"]
+
+
+def test_a_card_of_another_instrument_is_refused() -> None:
+    old = json.loads((SCRIPT.parents[1] / "docs" / "validity_cards" / "instrument_1" /
+                      "default.json").read_text())
+    with pytest.raises(SystemExit, match="made with another instrument"):
+        _variants_module().table([old])

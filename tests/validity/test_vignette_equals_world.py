@@ -51,8 +51,11 @@ SETTINGS: dict[str, tuple[list[str], str]] = {
 
 
 class Recorder:
-    """Decides ``do_nothing`` (insuring every few years, so that policies lapse and start) and
-    keeps, per year, each situation and what the world knew of the household then."""
+    """Decides ``do_nothing`` and records what the world knew at each decision.
+
+    It insures every few years, so that policies lapse and start, and keeps, per year, each
+    situation and what the world knew of the household then.
+    """
 
     name = "recorder"
 
@@ -72,9 +75,11 @@ class Recorder:
 
 
 def vignette_of(model: FloodModel, j: int, s: HouseholdSituation) -> VignetteSpec | None:
-    """The vignette of household ``j`` of this year, or None where a vignette cannot say
-    what the world knows (loans, unrepaired damage, negative savings, a flood history that
-    does not fit in the years before)."""
+    """The vignette of household ``j`` of this year.
+
+    Or None where a vignette cannot say what the world knows (loans, unrepaired damage, negative
+    savings, a flood history that does not fit in the years before).
+    """
     c = model.current
     i = int(c.idx[j])
     if s.debt_usd or s.unrepaired_damage_usd or s.savings_usd < 0:
@@ -137,8 +142,9 @@ def test_a_vignette_of_a_household_gets_the_situation_the_world_gave_it(
             f"{setting}: household {world.agent_id}, year {world.year}")
         compared.append(world)
     assert len(compared) >= 100, f"{setting}: only {len(compared)} households compared"
-    told = {k for s in compared for k, v in s.extra.items() if v}
-    placed = any(s.extra["premium_usd"]["do_nothing"] > 0 for s in compared)
+    told = {f.name for s in compared for f in dataclasses.fields(s.facts)
+            if getattr(s.facts, f.name)}
+    placed = any(s.facts.premium_usd["do_nothing"] > 0 for s in compared)
     seen = {"lender": placed and {"insurance_required", "group_policy"} <= told,
             "grant": any(s.action_costs_usd["elevate_house"] < config.elevation.cost_usd
                          for s in compared),
@@ -159,12 +165,11 @@ def test_a_vignette_names_only_instrument_states_and_offers(experiments) -> None
     builder = SituationBuilder(experiment, 1)
     required = builder.build(spec.model_copy(update={
         "programme_state": {"insurance_required": True}}), 1)
-    assert required.extra["insurance_required"] and not builder.build(spec, 1).extra[
-        "insurance_required"]
+    assert required.facts.insurance_required and not builder.build(spec, 1).facts.insurance_required
     with pytest.raises(ConfigError, match="unknown name.*'insurance_requried'"):
         builder.build(spec.model_copy(update={"programme_state": {"insurance_requried": True}}),
                       1)
     with pytest.raises(ConfigError, match="group_policy_years: 1.5 is not a whole number"):
         builder.build(spec.model_copy(update={"programme_state": {"group_policy_years": 1.5}}),
                       1)
-    assert np.isfinite(required.extra["spending_room_usd"])
+    assert np.isfinite(required.facts.spending_room_usd)

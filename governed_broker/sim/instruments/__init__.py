@@ -1,2 +1,4 @@
-"""The world's policy instruments, components the flood model composes
-(``governed_broker.sim.instruments.base``; registry ``config.world.INSTRUMENTS``)."""
+"""The world's policy instruments, components the flood model composes.
+
+``governed_broker.sim.instruments.base``; registry ``config.world.INSTRUMENTS``.
+"""

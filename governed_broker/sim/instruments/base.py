@@ -84,8 +84,10 @@ class World(Protocol):
 
 
 class Access:
-    """Which active households each action is open to by its tenure and, for an action taken
-    once, because they have not taken it yet (before any condition of its effect)."""
+    """Which active households each action is open to by its tenure and, for an action taken once.
+
+    Because they have not taken it yet (before any condition of its effect).
+    """
 
     def __init__(self, world: World) -> None:
         self.world = world
@@ -116,8 +118,9 @@ class Access:
 
 @dataclass
 class Pricing:
-    """The effects of the domain priced for the active households, as instruments may amend
-    them (``Instrument.amend``).
+    """The effects of the domain priced for the active households, as instruments may amend them.
+
+    ``Instrument.amend``.
 
     Attributes:
         batch: The households and the offers they were priced with.
@@ -151,6 +154,11 @@ class Instrument:
         #: Its state per household by name (index = agent id - 1; numbers and booleans).
         self.arrays: dict[str, np.ndarray] = {}
 
+    def zeros(self, **dtypes: type) -> dict[str, np.ndarray]:
+        """A zero array per household for each name (``name=dtype``), for ``arrays``."""
+        n = len(self.world.hh.is_owner)
+        return {name: np.zeros(n, dtype=dtype) for name, dtype in dtypes.items()}
+
     def load(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Overwrite ``arrays`` in place (a checkpoint, a vignette's programme state)."""
         for name, target in self.arrays.items():
@@ -172,16 +180,20 @@ class Instrument:
 
     # -- perception -------------------------------------------------------------------------
     def offer(self, access: Access) -> dict[str, Any]:
-        """What the programme offers each active household this year: fields of
-        ``OptionBatch`` by name."""
+        """What the programme offers each active household this year.
+
+        Fields of ``OptionBatch`` by name.
+        """
         return {}
 
     def amend(self, pricing: Pricing) -> None:
         """Change the priced effects in place (after every instrument's ``offer``)."""
 
     def facts(self) -> list[dict[str, Any]] | None:
-        """What each active household is told of the programme (situation facts by name;
-        None: nothing)."""
+        """What each active household is told of the programme.
+
+        Situation facts by name; None: nothing.
+        """
         return None
 
     # -- execution --------------------------------------------------------------------------
@@ -205,17 +217,11 @@ class Instrument:
         return {}
 
 
-def instrument_class(name: str) -> type[Instrument]:
-    """The instrument registered as ``name`` in ``INSTRUMENTS``, imported now.
+def make_instruments(world: World) -> list[Instrument]:
+    """Every registered instrument, bound to ``world``, in registry order.
 
     Raises:
-        ValueError: ``name`` is not registered.
-        ConfigError: its entry cannot be imported (no such module or attribute).
+        ConfigError: An entry of ``INSTRUMENTS`` cannot be imported.
     """
-    return load_registered(INSTRUMENTS, name, kind="instrument", setting="instrument",
-                           registry_name="INSTRUMENTS")
-
-
-def make_instruments(world: World) -> list[Instrument]:
-    """Every registered instrument, bound to ``world``, in registry order."""
-    return [instrument_class(name)(world) for name in INSTRUMENTS]
+    return [load_registered(INSTRUMENTS, name, kind="instrument", setting="instrument",
+                            registry_name="INSTRUMENTS")(world) for name in INSTRUMENTS]

@@ -1,5 +1,6 @@
-"""The buyout programme: who is offered a buyout this year, at what price
-(``config.world.BuyoutConfig``).
+"""The buyout programme.
+
+Who is offered a buyout this year, at what price (``config.world.BuyoutConfig``).
 
 Offers are made after the year's flood and before households decide, so each eligible owner is
 told its offer (an action whose effect is ``buyout`` is open to it) and the price is part of
@@ -76,9 +77,11 @@ class Buyouts(Instrument):
     name = "buyouts"
 
     def candidates(self, access: Access) -> tuple[np.ndarray, np.ndarray]:
-        """The active households the programme's rules make eligible this year and the price
-        it would offer each: owners with repetitive or substantial losses to whom an action
-        that sells to the programme is open; none without a programme."""
+        """Who the programme's rules make eligible this year, and at what price.
+
+        The active owners with repetitive or substantial losses to whom an action that sells to the
+        programme is open, and the price it would offer each; none without a programme.
+        """
         world = self.world
         hh, programme, c = world.hh, world.config.buyout, world.current
         idx = c.idx
@@ -92,8 +95,11 @@ class Buyouts(Instrument):
         return eligible, programme.price_share * pre_flood
 
     def offer(self, access: Access) -> dict[str, Any]:
-        """``buyout_offered`` and ``buyout_price_usd``: the eligible households the budget and
-        the allocation reach, and the price (0 without an offer)."""
+        """``buyout_offered`` and ``buyout_price_usd``.
+
+        The eligible households the budget and the allocation reach, and the price (0 without an
+        offer).
+        """
         world, programme = self.world, self.world.config.buyout
         eligible, price_usd = self.candidates(access)
         if programme is not None:
@@ -104,8 +110,10 @@ class Buyouts(Instrument):
         return {"buyout_offered": eligible, "buyout_price_usd": price_usd}
 
     def facts(self) -> list[dict[str, Any]]:
-        """``buyout_offer_usd``, only where an offer is made (the situations of the others stay
-        as they were)."""
+        """``buyout_offer_usd``, only where an offer is made.
+
+        The situations of the others stay as they were.
+        """
         offers = self.world.current.buyout_price_usd.tolist()
         return [{"buyout_offer_usd": o} if o else {} for o in offers]
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from governed_broker.config.world import GroupPolicyConfig
+from governed_broker.contracts.decision import AidCertificate
 from governed_broker.sim.effects import Executed
 from governed_broker.sim.finance import Repairs
 from governed_broker.sim.instruments.base import Access, Instrument, World, in_zones
@@ -30,8 +31,11 @@ from governed_broker.sim.reporters import YearView
 
 def aid_eligible(config: GroupPolicyConfig | None, requires_insurance: np.ndarray,
                  insured_before: np.ndarray) -> np.ndarray:
-    """Households that may receive aid for this year's flood: all, except (with
-    ``keep_insured``) earlier recipients of the zones that were uninsured at the flood."""
+    """Households that may receive aid for this year's flood.
+
+    All, except (with ``keep_insured``) earlier recipients of the zones that were uninsured at the
+    flood.
+    """
     if config is None or not config.keep_insured:
         return np.ones(len(insured_before), dtype=bool)
     return ~(np.asarray(requires_insurance, dtype=bool) & ~np.asarray(insured_before, dtype=bool))
@@ -40,8 +44,11 @@ def aid_eligible(config: GroupPolicyConfig | None, requires_insurance: np.ndarra
 def new_certificates(config: GroupPolicyConfig | None, in_zones: np.ndarray,
                      aid_usd: np.ndarray, insured_before: np.ndarray,
                      requires_insurance: np.ndarray) -> np.ndarray:
-    """Households given a certificate this year: aid recipients of the zones that were
-    uninsured at the flood and had no earlier requirement to keep insurance."""
+    """Households given a certificate this year.
+
+    Aid recipients of the zones that were uninsured at the flood and had no earlier requirement to
+    keep insurance.
+    """
     if config is None:
         return np.zeros(len(aid_usd), dtype=bool)
     return (in_zones & (np.asarray(aid_usd) > 0.0) & ~np.asarray(insured_before, dtype=bool)
@@ -55,10 +62,8 @@ class AidCertificates(Instrument):
 
     def __init__(self, world: World) -> None:
         super().__init__(world)
-        n = len(world.hh.is_owner)
-        self.arrays = {"group_policy_years": np.zeros(n, dtype=np.int64),
-                       "group_insured": np.zeros(n, dtype=bool),
-                       "aid_requires_insurance": np.zeros(n, dtype=bool)}
+        self.arrays = self.zeros(group_policy_years=np.int64, group_insured=bool,
+                                 aid_requires_insurance=bool)
 
     @property
     def _group(self) -> GroupPolicyConfig | None:
@@ -97,22 +102,25 @@ class AidCertificates(Instrument):
         return {"certificate": self.arrays["group_policy_years"][self.world.current.idx] > 0}
 
     def facts(self) -> list[dict[str, Any]] | None:
-        """``group_policy`` (years of floods the certificate still covers, its coverage) and
-        ``aid_requires_insurance``, each only where it applies, so that the situations of
-        other households stay as they were."""
+        """``group_policy`` and ``aid_requires_insurance``, each only where it applies.
+
+        ``group_policy``: the years of floods the certificate still covers and its coverage. Only
+        where they apply, so that the situations of other households stay as they were.
+        """
         group, idx = self._group, self.world.current.idx
         if group is None:
             return None
         years = self.arrays["group_policy_years"][idx].tolist()
         keep = (self.arrays["aid_requires_insurance"][idx] & group.keep_insured).tolist()
-        return [{**({"group_policy": {"years": n, "coverage_usd": group.coverage_usd}}
-                    if n else {}),
+        return [{**({"group_policy": AidCertificate(n, group.coverage_usd)} if n else {}),
                  **({"aid_requires_insurance": True} if k else {})}
                 for n, k in zip(years, keep, strict=True)]
 
     def execute(self, done: Executed, executed: np.ndarray, insured: np.ndarray) -> np.ndarray:
-        """A certificate insures a household without a policy of its own that stays, and a
-        year of its term is used; an own policy ends it."""
+        """A certificate insures a household without a policy of its own that stays.
+
+        And a year of its term is used; an own policy ends it.
+        """
         idx, years = self.world.current.idx, self.arrays["group_policy_years"]
         certified = (years[idx] > 0) & ~insured & ~done.relocated
         self.arrays["group_insured"][idx] = certified
@@ -124,10 +132,12 @@ class AidCertificates(Instrument):
         return {"group_certificate": view.state.certificate}
 
     def premiums_earned_usd(self) -> float:
-        """The aid programme's premiums for next year's cover by certificates, each
-        certificate's premium spread evenly over its term, so that a year's claims are set
-        against the premiums that bought that year's cover (the programme pays the whole term
-        at the grant; the insurer earns it year by year)."""
+        """The aid programme's premiums for next year's cover by certificates.
+
+        Each certificate's premium spread evenly over its term, so that a year's claims are set
+        against the premiums that bought that year's cover (the programme pays the whole term at the
+        grant; the insurer earns it year by year).
+        """
         group = self._group
         if group is None:
             return 0.0

@@ -74,8 +74,11 @@ class ElevationGrants(Instrument):
     name = "elevation_grants"
 
     def offer(self, access: Access) -> dict[str, Any]:
-        """``subsidy_offered``: the grant, to households whose home is not elevated and to
-        whom an elevating action is open, within the programme's budget."""
+        """``subsidy_offered``.
+
+        The grant, to households whose home is not elevated and to whom an elevating action is open,
+        within the programme's budget.
+        """
         world = self.world
         idx = world.current.idx
         eligible = access.any_open(lambda t: t.elevates) & ~world.hh.elevated[idx]

@@ -1,5 +1,7 @@
-"""The mandatory purchase requirement: who must hold flood insurance, and what that does to the
-price of each choice (``config.world.MandatoryPurchaseConfig``).
+"""The mandatory purchase requirement.
+
+Who must hold flood insurance, and what that does to the price of each choice
+(``config.world.MandatoryPurchaseConfig``).
 
 A household whose lender enforces the requirement is insured every year it stays: when its own
 choice does not insure, the lender renews the policy and charges the premium. The choice is
@@ -54,15 +56,19 @@ def draw_required(config: MandatoryPurchaseConfig | None, zone: np.ndarray, is_o
 
 
 def lender_adds_insurance(effect: str) -> bool:
-    """Whether the lender would add a policy to a choice of this effect (it neither insures nor
-    leaves)."""
+    """Whether the lender would add a policy to a choice of this effect.
+
+    It neither insures nor leaves.
+    """
     traits = traits_of(effect)
     return not traits.insures and not traits.leaves
 
 
 def with_insurance(effect: str) -> str:
-    """The effect with the lender's policy added (``none`` -> ``insure``, ``elevate`` ->
-    ``elevate+insure``)."""
+    """The effect with the lender's policy added.
+
+    ``none`` -> ``insure``, ``elevate`` -> ``elevate+insure``.
+    """
     parts = [p for p in effect_names(effect) if p != NO_EFFECT]
     return COMBINE.join([*parts, INSURE])
 
@@ -80,8 +86,10 @@ class MandatoryPurchase(Instrument):
             world.config.insurance.mandatory_purchase, zone, hh.is_owner, world.seed)}
 
     def amend(self, pricing: Pricing) -> None:
-        """Price each choice that neither insures nor leaves with the lender's policy added,
-        for the required households (without an aid certificate) that can pay for it."""
+        """Price each choice that neither insures nor leaves with the lender's policy added.
+
+        For the required households (without an aid certificate) that can pay for it.
+        """
         world, batch = self.world, pricing.batch
         hh, c, idx = world.hh, world.current, world.current.idx
         required = self.arrays["insurance_required"][idx] & ~np.asarray(batch.certificate)

@@ -29,13 +29,13 @@ class PremiumPricing(Instrument):
 
     def __init__(self, world: World) -> None:
         super().__init__(world)
-        n = len(world.hh.is_owner)
-        self.arrays = {"flood_payments": np.zeros(n, dtype=np.int64),
-                       "large_flood_payments": np.zeros(n, dtype=np.int64)}
+        self.arrays = self.zeros(flood_payments=np.int64, large_flood_payments=np.int64)
 
     def after_repairs(self, repairs: Repairs) -> None:
-        """Add this year's claim, aid grant and disaster loan to each home's flood payments
-        (counted only where the banded premiums have a loss-history rule)."""
+        """Add this year's claim, aid grant and disaster loan to each home's flood payments.
+
+        Counted only where the banded premiums have a loss-history rule.
+        """
         prp = self.world.config.insurance.preferred_risk
         if prp is None or prp.loss_history is None:
             return
@@ -46,8 +46,11 @@ class PremiumPricing(Instrument):
         self.arrays["large_flood_payments"][c.idx] += large
 
     def offer(self, access: Access) -> dict[str, Any]:
-        """``preferred``: the households offered the banded premiums (in a zone of
-        ``insurance.preferred_risk`` and, with its ``loss_history`` rule, still eligible)."""
+        """``preferred``: the households offered the banded premiums.
+
+        In a zone of ``insurance.preferred_risk`` and, with its ``loss_history`` rule, still
+        eligible.
+        """
         prp, idx = self.world.config.insurance.preferred_risk, self.world.current.idx
         if prp is None:
             return {"preferred": np.zeros(len(idx), dtype=bool)}

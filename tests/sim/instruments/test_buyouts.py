@@ -1,6 +1,8 @@
-"""The buyout programme: offers to owners with repetitive or substantial losses, within an
-annual budget, open only with an offer; accepting sells the home to the programme at the
-offered price and the household leaves."""
+"""The buyout programme.
+
+Offers to owners with repetitive or substantial losses, within an annual budget, open only with an
+offer; accepting sells the home to the programme at the offered price and the household leaves.
+"""
 
 from __future__ import annotations
 
@@ -68,8 +70,8 @@ def test_repetitively_flooded_owners_are_offered_and_only_they_may_accept(world)
     # the price is the pre-flood value: today's value plus the damage left unrepaired
     for a in (1, 2, 5):
         pre_flood = seen[a].structure_value_usd + seen[a].unrepaired_damage_usd
-        assert seen[a].extra["buyout_offer_usd"] == pytest.approx(pre_flood)
-    assert "buyout_offer_usd" not in seen[3].extra and "buyout_offer_usd" not in seen[4].extra
+        assert seen[a].facts.buyout_offer_usd == pytest.approx(pre_flood)
+    assert seen[3].facts.buyout_offer_usd is None and seen[4].facts.buyout_offer_usd is None
 
 
 def test_accepting_sells_the_home_and_the_household_leaves(world) -> None:
@@ -78,11 +80,11 @@ def test_accepting_sells_the_home_and_the_household_leaves(world) -> None:
     sold = second[2]
     assert sold["executed_action"] == "accept_buyout" and sold["relocated_after"]
     assert sold["buyout_usd"] == pytest.approx(
-        maker.seen[1][1].extra["buyout_offer_usd"]) and sold["buyout_usd"] > 0
+        maker.seen[1][1].facts.buyout_offer_usd) and sold["buyout_usd"] > 0
     # the pre-flood price covers the home and, with the unrepaired damage it makes good, the
     # $10,000 move: nothing out of pocket for a household with no room left to spend
     seen = maker.seen[1][1]
-    assert seen.unrepaired_damage_usd > 10_000 and seen.extra["spending_room_usd"] < 10_000
+    assert seen.unrepaired_damage_usd > 10_000 and seen.facts.spending_room_usd < 10_000
     assert seen.action_costs_usd["accept_buyout"] == 0 and sold["action_cost_usd"] == 0
     assert 2 not in third
     # no offer, no buyout: the world refuses it and runs the default

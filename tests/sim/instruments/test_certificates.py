@@ -1,6 +1,8 @@
-"""Flood insurance that comes with disaster aid (``sim.instruments.certificates``): who gets a
-certificate, what it covers and for how long, and aid withheld from recipients who did not keep
-insurance."""
+"""Flood insurance that comes with disaster aid (``sim.instruments.certificates``).
+
+Who gets a certificate, what it covers and for how long, and aid withheld from recipients who did
+not keep insurance.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 
 from governed_broker.config import ConfigError
 from governed_broker.config.world import GroupPolicyConfig
+from governed_broker.contracts.decision import AidCertificate
 from governed_broker.sim import FloodModel
 from governed_broker.sim.instruments.certificates import aid_eligible, new_certificates
 from governed_broker.sim.money import capped_payouts
@@ -121,12 +124,12 @@ def test_decision_makers_see_the_certificate_and_its_cover(world) -> None:
     model, maker = world({}, _group(), years=2)
     run(model, 2)
     s = {x.agent_id: x for x in maker.seen[1]}
-    assert s[1].extra["group_policy"] == {"years": 3, "coverage_usd": COVERAGE_USD}
-    assert s[1].extra["aid_requires_insurance"]
-    assert "group_policy" not in s[3].extra and "aid_requires_insurance" not in s[3].extra
+    assert s[1].facts.group_policy == AidCertificate(years=3, coverage_usd=COVERAGE_USD)
+    assert s[1].facts.aid_requires_insurance
+    assert s[3].facts.group_policy is None and not s[3].facts.aid_requires_insurance
     assert s[1].action_costs_usd["do_nothing"] == 0
-    loss = s[1].extra["loss_if_flood_usd"]
-    damage = s[1].extra["typical_flood"]["damage_usd"]
+    loss = s[1].facts.loss_if_flood_usd
+    damage = s[1].facts.typical_flood.damage_usd
     policy_pays = damage - loss["buy_insurance"]  # what a policy of its own would pay
     assert policy_pays > COVERAGE_USD  # so the certificate's cap matters here
     assert loss["do_nothing"] == pytest.approx(damage - COVERAGE_USD)

@@ -1,6 +1,8 @@
-"""The elevation subsidy programme: a budget funds a fixed number of grants a year, offered
-before households decide (first come or by need), priced into what each household is told, and
-never exceeded whatever the households choose."""
+"""The elevation subsidy programme.
+
+A budget funds a fixed number of grants a year, offered before households decide (first come or by
+need), priced into what each household is told, and never exceeded whatever the households choose.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Policy instruments come from a name registry: a new one is an ``Instrument`` subclass plus
-one ``INSTRUMENTS`` entry.
+"""Policy instruments come from a name registry.
+
+A new one is an ``Instrument`` subclass plus one ``INSTRUMENTS`` entry.
 
 ``PremiumAssistance`` below is such a class (here, in this test file): households with an
 income under ``LIMIT_USD`` pay half the premium of any choice that insures (``amend``), and it

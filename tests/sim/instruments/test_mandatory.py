@@ -1,5 +1,8 @@
-"""The mandatory purchase requirement: who is required, and that required households stay
-insured unless they cannot pay or their lender does not enforce it."""
+"""The mandatory purchase requirement.
+
+Who is required, and that required households stay insured unless they cannot pay or their lender
+does not enforce it.
+"""
 
 from __future__ import annotations
 
@@ -80,11 +83,11 @@ def test_decision_makers_see_the_price_with_the_lenders_policy(world) -> None:
     model, maker = world({}, _config(), years=1)
     model.step()
     s = {x.agent_id: x for x in maker.seen[0]}
-    assert s[1].extra["insurance_required"] and not s[2].extra["insurance_required"]
+    assert s[1].facts.insurance_required and not s[2].facts.insurance_required
     assert s[1].action_costs_usd["do_nothing"] == pytest.approx(PREMIUM_USD)
-    assert s[1].extra["premium_usd"]["do_nothing"] == pytest.approx(PREMIUM_USD)
-    assert s[1].extra["loss_if_flood_usd"]["do_nothing"] == pytest.approx(
-        s[1].extra["loss_if_flood_usd"]["buy_insurance"])
+    assert s[1].facts.premium_usd["do_nothing"] == pytest.approx(PREMIUM_USD)
+    assert s[1].facts.loss_if_flood_usd["do_nothing"] == pytest.approx(
+        s[1].facts.loss_if_flood_usd["buy_insurance"])
     assert s[1].action_costs_usd["elevate_house"] == pytest.approx(40_000.0 + PREMIUM_USD)
     # cannot pay the premium: the choice keeps its own price
     assert s[3].action_costs_usd["do_nothing"] == 0

@@ -1,5 +1,8 @@
-"""Banded premiums outside the SFHA (``insurance.preferred_risk``): households of its zones are
-offered and charged the band's premium under legacy pricing, the others the rated premium."""
+"""Banded premiums outside the SFHA (``insurance.preferred_risk``).
+
+Households of its zones are offered and charged the band's premium under legacy pricing, the others
+the rated premium.
+"""
 
 from __future__ import annotations
 
@@ -59,8 +62,10 @@ def test_an_unknown_zone_is_a_configuration_error(experiments) -> None:
 ])
 def test_bands_short_of_the_limits_are_a_configuration_error(experiments, override,
                                                              named) -> None:
-    """Payouts follow the limits, so a table that stops below them would pay cover nobody
-    bought."""
+    """Payouts follow the limits.
+
+    So a table that stops below them would pay cover nobody bought.
+    """
     with pytest.raises(ConfigError, match=re.escape(named)):
         experiments.config([override])
     experiments.config([override, "insurance.preferred_risk=null"])  # no bands, no conflict

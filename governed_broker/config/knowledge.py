@@ -15,21 +15,24 @@ every word the LLM sees.
 
 from __future__ import annotations
 
-import dataclasses
 import operator
-from collections.abc import Mapping
 from pathlib import Path
 from string import Template
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from governed_broker.config.base import ConfigError, StrictModel, excerpt
+from governed_broker.config.base import ConfigError, StrictModel
+from governed_broker.config.validation import validate_model
 from governed_broker.config.yamlsafe import read_yaml
-from governed_broker.contracts.decision import HouseholdSituation
+from governed_broker.contracts.decision import (
+    MISSING,
+    HouseholdSituation,
+    action_in_path,
+    situation_path_problem,
+    situation_value,
+)
 
-_SITUATION_FIELDS = {f.name for f in dataclasses.fields(HouseholdSituation)}
-_MAPPING_FIELDS = {"neighbour_shares", "action_costs_usd", "affordable", "extra"}
 #: Situation fields usable as ``$name`` in query templates (plain scalars only).
 TEMPLATE_FIELDS = frozenset(
     {
@@ -38,7 +41,6 @@ TEMPLATE_FIELDS = frozenset(
         "depth_m", "damage_usd", "payout_usd", "floods_experienced", "flood_probability",
     }
 )  # fmt: skip
-_MISSING = object()
 _OPS = {
     "eq": operator.eq,
     "ne": operator.ne,
@@ -52,23 +54,10 @@ _OPS = {
 
 
 def _check_field_path(path: str) -> str:
-    root, _, rest = path.partition(".")
-    if root not in _SITUATION_FIELDS:
-        raise ValueError(
-            f"unknown situation field {root!r}; allowed: {', '.join(sorted(_SITUATION_FIELDS))}"
-        )
-    if rest and root not in _MAPPING_FIELDS:
-        raise ValueError(f"field {root!r} is not a mapping, so {path!r} cannot index into it")
+    problem = situation_path_problem(path)
+    if problem is not None:
+        raise ValueError(problem)
     return path
-
-
-def situation_value(situation: HouseholdSituation, path: str) -> Any:
-    """Value of a dotted field path on a situation; ``_MISSING`` for an absent mapping key."""
-    root, _, key = path.partition(".")
-    value = getattr(situation, root)
-    if key:
-        value = value.get(key, _MISSING) if isinstance(value, Mapping) else _MISSING
-    return value
 
 
 class TopicCondition(StrictModel):
@@ -90,11 +79,22 @@ class TopicCondition(StrictModel):
             raise ValueError("give exactly one of `value` (a constant) or `other` (a field)")
         return self
 
+    def action_ids(self) -> list[str]:
+        """The action ids the condition names.
+
+        The value an ``allowed_actions`` condition looks for, and the actions whose cost or
+        affordability it reads.
+        """
+        named = [a for a in map(action_in_path, (self.field, self.other or "")) if a]
+        if self.field == "allowed_actions" and self.op == "contains" and self.other is None:
+            named.append(str(self.value))
+        return named
+
     def holds(self, situation: HouseholdSituation) -> bool:
         """Whether the condition is true for ``situation`` (false when a value is missing)."""
         left = situation_value(situation, self.field)
         right = self.value if self.other is None else situation_value(situation, self.other)
-        if left is _MISSING or right is _MISSING or left is None or right is None:
+        if left is MISSING or right is MISSING or left is None or right is None:
             return False
         try:
             return bool(_OPS[self.op](left, right))
@@ -185,6 +185,11 @@ class TopicsFile(StrictModel):
             raise ValueError(f"duplicate topic ids: {duplicates}")
         return self
 
+    def action_ids(self) -> dict[str, list[str]]:
+        """Per topic (``topic '<id>'``), the action ids its conditions name."""
+        return {f"topic {t.id!r}": [a for clause in t.when for c in clause for a in c.action_ids()]
+                for t in self.topics}
+
     def matching(self, situation: HouseholdSituation) -> list[Topic]:
         """Topics touched by ``situation``, in file order."""
         return [t for t in self.topics if t.matches(situation)]
@@ -202,12 +207,4 @@ def load_topics(path: Path) -> TopicsFile:
         raise ConfigError(
             f"{path}: rag topics file not found; set rag.topics_file or add rag_topics.yaml to "
             "rag.knowledge_dir")
-    data = read_yaml(path, "rag topics file")
-    try:
-        return TopicsFile.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']} (got {excerpt(e.get('input'))})"
-            for e in exc.errors()
-        )
-        raise ConfigError(f"{path}: {problems}") from exc
+    return validate_model(TopicsFile, read_yaml(path, "rag topics file"), path)

@@ -10,14 +10,10 @@ import pytest
 
 from governed_broker.config.loader import load_agent_types
 from governed_broker.config.memory import MemoryConfig
-from governed_broker.memory import (
-    HouseholdMemory,
-    RunMemoryWriter,
-    SemanticMemory,
-    fidelity_for_age,
-)
+from governed_broker.memory import SemanticMemory, fidelity_for_age
 from governed_broker.memory.semantic import DEFAULT_CONCEPTS
 from governed_broker.memory.texts import MemoryTexts
+from governed_broker.sim.household_memory import HouseholdMemory, RunMemoryWriter
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = 20240601
@@ -53,8 +49,8 @@ def live_ten_years(hm: HouseholdMemory, writer: RunMemoryWriter | None = None) -
     for year in range(1, 11):
         if year == 2:
             hm.record_flood(year, 0.8, 42_000, 0, insured=False, elevated=False)
-        else:
-            hm.record_no_flood(year)
+        else:  # the policy bought in year 2 is in force from year 3
+            hm.record_no_flood(year, insured=year > 2, elevated=False)
         hm.record_neighbours(year, {"insured": 0.3, "elevated": 0.05, "relocated": 0.0})
         retrieved.append(hm.retrieve(year))
         action = "do_nothing" if year < 2 else "buy_insurance"
@@ -70,7 +66,7 @@ def test_memory_texts_encode_as_intended(params, graph):
     flood = hm.record_flood(2, 0.8, 42_000, 0, insured=False, elevated=False)
     assert flood.content.startswith("My home flooded 0.8 m deep; the damage cost $42,000.")
     assert (flood.emotion, flood.source, flood.importance) == ("direct_impact", "personal", 1.0)
-    quiet = hm.record_no_flood(3)
+    quiet = hm.record_no_flood(3, insured=False, elevated=False)
     assert (quiet.emotion, quiet.importance) == ("routine", pytest.approx(0.1))
     buy = hm.record_decision(3, "buy_insurance", "approved", 900)
     assert (buy.emotion, buy.importance) == ("strategic", pytest.approx(0.8))
@@ -138,7 +134,7 @@ def test_state_round_trip_mid_run(params, graph):
     a = household(params, graph)
     for year in (1, 2):
         (a.record_flood(year, 1.0, 10_000, 0, False, False) if year == 2
-         else a.record_no_flood(year))
+         else a.record_no_flood(year, insured=False, elevated=False))
         a.record_decision(year, "buy_insurance", "approved", 900)
         a.end_year(year)
     b = HouseholdMemory.from_state(json.loads(json.dumps(a.state())), semantic=graph,
@@ -154,7 +150,7 @@ def test_state_round_trip_mid_run(params, graph):
 def test_procedural_heuristic_from_dry_years(params, graph):
     hm = household(params, graph)
     for year in range(1, 6):
-        hm.record_no_flood(year)
+        hm.record_no_flood(year, insured=False, elevated=False)
         hm.record_decision(year, "do_nothing", "baseline", 0)
         report = hm.end_year(year)
     (h,) = hm.procedural.heuristics()
@@ -191,3 +187,23 @@ def test_run_writer_sqlite_and_markdown(tmp_path, params, graph):
     assert "My home flooded 0.8 m deep" in text and "| buy_insurance | 9 | 9 | 8,100 |" in text
     with pytest.raises(ValueError, match="file name"):
         RunMemoryWriter(tmp_path / "..").write_markdown([household(params, graph, "../x")])
+
+
+def test_the_cover_in_force_is_the_worlds(params, graph):
+    """The adapter keeps no insurance timing of its own.
+
+    A household that chose nothing is insured the next year when the world says so (its lender
+    renewed the policy, or an aid certificate covers it), and what it learns is judged in that
+    situation.
+    """
+    hm = household(params, graph)
+    hm.record_no_flood(1, insured=True, elevated=False)
+    hm.record_decision(1, "do_nothing", "baseline", 0.0)
+    hm.record_no_flood(2, insured=True, elevated=False)
+    assert hm.insured
+    hm.record_decision(2, "do_nothing", "baseline", 0.0)
+    hm.record_no_flood(3, insured=False, elevated=True)
+    assert (hm.insured, hm.elevated) == (False, True)
+    (situation,) = {json.loads(json.loads(key)[0])["insured"]
+                    for key in hm.procedural.state()["tally"]}
+    assert situation is True  # both years' choices were made insured

@@ -1,7 +1,10 @@
-"""The world's view of memory: one ``HouseholdMemory`` per household, one writer per run.
+"""The flood world's adapter of memory.
+
+One ``HouseholdMemory`` per household, one writer per run (``RunMemoryWriter``).
 
 The world calls, each year and in this order: ``record_flood`` or ``record_no_flood``
-(impacts), ``record_neighbours`` (what the household saw last year), ``retrieve`` (memories
+(impacts, with the cover and elevation in force: the world's insurance timing, never a copy of
+it), ``record_neighbours`` (what the household saw last year), ``retrieve`` (memories
 for the decision), ``record_decision`` (after execution) and ``end_year`` (consolidation).
 Memory texts are plain first-person sentences from ``memory.texts_file``
 (``configs/prompts/memory.yaml``, rendered by ``memory.texts.MemoryTexts``), so the keyword
@@ -74,7 +77,6 @@ class HouseholdMemory:
         self.insured = False  # coverage in force this year
         self.elevated = False
         self.flooded_this_year = False
-        self._insured_next = False  # a policy bought this year covers next year
         self._pending: dict[str, Any] | None = None  # last decision awaiting its outcome
         self._reported: list[Any] | None = None  # own fields as ``changes()`` last gave them
 
@@ -97,8 +99,7 @@ class HouseholdMemory:
 
     def set_status(self, *, insured: bool, elevated: bool) -> None:
         """Protection in force at the start (initial population) or after a restore."""
-        self.insured = self._insured_next = bool(insured)
-        self.elevated = bool(elevated)
+        self.insured, self.elevated = bool(insured), bool(elevated)
 
     # ----------------------------------------------------------------------------- impacts
     def record_flood(self, year: int, depth_m: float, damage_usd: float, payout_usd: float,
@@ -121,10 +122,12 @@ class HouseholdMemory:
                     damage_avoided_usd=damage_avoided_usd)
         return item
 
-    def record_no_flood(self, year: int) -> MemoryItem:
-        """No flood reached the home this year (a routine memory, category given)."""
-        self.flooded_this_year = False
-        self.insured = self._insured_next
+    def record_no_flood(self, year: int, *, insured: bool, elevated: bool) -> MemoryItem:
+        """No flood reached the home this year (a routine memory, category given).
+
+        With the cover and elevation in force.
+        """
+        self.insured, self.elevated, self.flooded_this_year = bool(insured), bool(elevated), False
         text, gist = self.texts.quiet_year(year)
         item = self.engine.add(text, year, kind="observation", emotion="routine",
                                metadata={"gist": gist})
@@ -165,9 +168,11 @@ class HouseholdMemory:
     # ----------------------------------------------------------------------------- decisions
     def record_decision(self, year: int, action: str, status: str, cost_usd: float, *,
                         executed: bool = True) -> MemoryItem:
-        """What the household decided (after execution; ``executed`` False when the world
-        refused it or the broker fell back). Protective changes are strategic memories,
-        renewals and doing nothing are routine."""
+        """What the household decided, after execution.
+
+        ``executed`` is False when the world refused it or the broker fell back. Protective changes
+        are strategic memories, renewals and doing nothing are routine.
+        """
         effect = self._traits(action)
         situation = {"flooded_this_year": self.flooded_this_year, "insured": self.insured,
                      "elevated": self.elevated}
@@ -196,20 +201,21 @@ class HouseholdMemory:
             (a for a, e in self.action_effects.items() if e == NO_EFFECT), action)
         self.metacognition.record_choice(action, executed=executed, cost_usd=cost_usd)
         self._pending = {"year": year, "action": done, "situation": situation}
-        if executed and effect.elevates:
-            self.elevated = True
-        self._insured_next = executed and effect.insures
         return item
 
     def _traits(self, action: str) -> EffectTraits:
-        """The effect of ``action``; an id outside the domain (a refused proposal) does
-        nothing."""
+        """The effect of ``action``.
+
+        An id outside the domain (a refused proposal) does nothing.
+        """
         return traits_of(self.action_effects.get(action, NO_EFFECT))
 
     def add_insight(self, content: str, year: int, *, salience: float = 1.0,
                     sources: Sequence[str] = ()) -> MemoryItem:
-        """A reflection insight (importance ``insight_importance`` x salience, own retrieval
-        slots)."""
+        """A reflection insight.
+
+        Importance ``insight_importance`` x salience, own retrieval slots.
+        """
         return self.engine.add_insight(content, year, salience=salience, sources=sources)
 
     # ----------------------------------------------------------------------------- yearly
@@ -233,18 +239,18 @@ class HouseholdMemory:
             "semantic_learned": None if self.semantic is None else self.semantic.learned_state(),
             "action_effects": self.action_effects, "insured": self.insured,
             "elevated": self.elevated, "flooded_this_year": self.flooded_this_year,
-            "insured_next": self._insured_next,
             "pending": self._pending, "forget_policy": self.forget_policy,
         }
 
     def _own(self) -> list[Any]:
-        return [self.insured, self.elevated, self.flooded_this_year, self._insured_next,
-                self._pending, self.forget_policy]
+        return [self.insured, self.elevated, self.flooded_this_year, self._pending,
+                self.forget_policy]
 
     def changes(self) -> dict[str, Any] | None:
-        """What changed since the last call (or since it was built), JSON-serialisable; None
-        when nothing did. Checkpoints append it to their memory log; ``apply_changes``
-        replays it on a household memory built the same way.
+        """What changed since the last call (or since it was built), JSON-serialisable.
+
+        None when nothing did. Checkpoints append it to their memory log; ``apply_changes`` replays
+        it on a household memory built the same way.
 
         The engine reports its own changes when it can (``changes`` / ``apply_changes``, as
         the shipped engines do); an engine without them is written whole every time.
@@ -267,8 +273,10 @@ class HouseholdMemory:
         return out or None
 
     def apply_changes(self, changes: Mapping[str, Any]) -> None:
-        """Replay one ``changes()`` on this memory, which must be in the state it had when they
-        were taken."""
+        """Replay one ``changes()`` on this memory.
+
+        Which must be in the state it had when they were taken.
+        """
         if "engine" in changes:
             self.engine.apply_changes(changes["engine"])
         if "engine_state" in changes:
@@ -277,17 +285,22 @@ class HouseholdMemory:
             if name in changes:
                 getattr(self, name).apply_changes(changes[name])
         if "own" in changes:
-            own = changes["own"]
-            self._reported = list(own)
-            (self.insured, self.elevated, self.flooded_this_year, self._insured_next,
-             self._pending, self.forget_policy) = own
+            own = list(changes["own"])
+            if len(own) == 6:  # logged before the world passed the cover in force each year
+                del own[3]
+            self._reported = own
+            (self.insured, self.elevated, self.flooded_this_year, self._pending,
+             self.forget_policy) = own
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], *, texts: MemoryTexts,
                    semantic: SemanticMemory | None = None) -> HouseholdMemory:
-        """Inverse of ``state``; ``semantic`` is the base graph the learned facts go on and
-        ``texts`` the run's memory sentences (not part of the state: they come with the
-        experiment, whose hash a resume checks)."""
+        """Inverse of ``state``.
+
+        ``semantic`` is the base graph the learned facts go on and ``texts`` the run's memory
+        sentences (not part of the state: they come with the experiment, whose hash a resume
+        checks).
+        """
         sem = None
         if state.get("semantic_learned") is not None:
             sem = (semantic or SemanticMemory.from_yaml()).copy()
@@ -298,7 +311,6 @@ class HouseholdMemory:
                  action_effects=state["action_effects"], texts=texts)
         hm.insured, hm.elevated = state["insured"], state["elevated"]
         hm.flooded_this_year = state["flooded_this_year"]
-        hm._insured_next = state["insured_next"]
         hm._pending = state["pending"]
         hm.forget_policy = state["forget_policy"]
         return hm
@@ -308,8 +320,10 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class RunMemoryWriter:
-    """Writes a run's memories: every item into ``<run_dir>/memory.sqlite`` (user_id = agent
-    id, session_id = year) and one ``<run_dir>/memories/<agent_id>.md`` per household.
+    """Writes a run's memories.
+
+    Every item into ``<run_dir>/memory.sqlite`` (user_id = agent id, session_id = year) and one
+    ``<run_dir>/memories/<agent_id>.md`` per household.
 
     Args:
         run_dir: The run's output directory (must exist).
