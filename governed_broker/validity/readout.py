@@ -37,6 +37,7 @@ from governed_broker.llm.readout import (
 )
 from governed_broker.llm.sampling import resolve_sampling
 from governed_broker.validity.battery import MonotoneTest, ShareTest, load_battery
+from governed_broker.validity.card import card_key
 from governed_broker.validity.plan import BatteryPlan, Vignette, common_seed, plan_battery
 from governed_broker.validity.probe import Prober, synonym_context
 from governed_broker.validity.situations import zone_probabilities
@@ -182,6 +183,7 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
             source = source or token_source(prober.backend)
             read = [_read(prober, v, source, settings) for v in _counted(todo, progress)]
             provenance = {"model": prober.backend.describe(), "source": source.name,
+                          "configuration_key": card_key(experiment, plan),
                           "top_k": (settings or ReadoutSettings()).top_k,
                           "vignettes": len(read), "primary_only": primary_only,
                           "passes": sum(r.reply.passes for r in read),
