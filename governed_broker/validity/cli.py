@@ -43,6 +43,16 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument("--calibration", type=Path, default=None, metavar="FILE",
                         help="with --reference: write the calibration (per test pass rates) "
                         "cards quote, e.g. configs/validity/calibration.json")
+    parser.add_argument("--readout", choices=("sampled", "distribution"), default="sampled",
+                        help="sampled: ask the battery's replies (default); distribution: read "
+                        "each vignette's choice distributions once from the model's token "
+                        "probabilities and judge the tests from them")
+    parser.add_argument("--primary-only", action="store_true",
+                        help="with --readout distribution: read only the primary tests' "
+                        "vignettes")
+    parser.add_argument("--distributions", type=Path, default=None, metavar="FILE",
+                        help="with --readout distribution: judge a readout saved by "
+                        "`governed-broker readout --json` for this configuration")
     parser.add_argument("--out", type=Path, default=None,
                         help="output directory (default: outputs/<name>-validity)")
     parser.add_argument("--overwrite", action="store_true",
@@ -67,6 +77,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.reference is None and (args.calibration is not None or args.seeds != 1):
         raise ConfigError("--seeds and --calibration need --reference (the respondents the "
                           "battery is calibrated on)")
+    if args.readout == "distribution":
+        return _distribution_card(experiment, source, args)
+    if args.primary_only or args.distributions is not None:
+        raise ConfigError("--primary-only and --distributions need --readout distribution")
     if args.reference is not None:
         names = _reference_names(args.reference)
         if args.seeds > 1 or len(names) > 1 or args.calibration is not None:
@@ -93,6 +107,40 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(format_card(result.card))
     where = f"; stored as {result.stored}" if result.stored else " (reference: not stored)"
     print(f"\nwrote {result.out_dir / 'validity_card.json'}{where}")
+    return 0 if result.card["passed"] else 1
+
+
+def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.Namespace
+                       ) -> int:
+    """``--readout distribution``: the card judged from the model's distributions."""
+    from governed_broker.config.base import ConfigError
+    from governed_broker.validity.budget import budget_lines
+    from governed_broker.validity.readout import primary_vignettes
+    from governed_broker.validity.readout_card import validate_distribution
+    from governed_broker.validity.validate import prepare
+
+    if args.quick or args.reference is not None or args.seeds != 1 or \
+            args.calibration is not None:
+        raise ConfigError("--readout distribution reads the experiment's model once per "
+                          "vignette: --quick, --reference, --seeds and --calibration do not "
+                          "apply")
+    prepared = prepare(experiment)
+    read = [v for v in prepared.plan.vignettes.values() if v.arm != "trigger"]
+    primary = primary_vignettes(prepared.plan)
+    print("\n".join(budget_lines(prepared.plan, prepared.budget)))
+    print(f"readout budget: {len(read)} vignettes read once each ({len(primary)} with "
+          "--primary-only), one greedy reply and a few one-token passes per vignette, instead "
+          f"of {prepared.plan.decisions()} sampled decisions", flush=True)
+    if args.budget:
+        return 0
+    source["readout"] = "distribution"
+    result = validate_distribution(experiment, args.out, primary_only=args.primary_only,
+                                   saved=args.distributions, overwrite=args.overwrite,
+                                   progress=not args.no_progress, source=source)
+    print()
+    print(format_card(result.card))
+    print(f"\nwrote {result.out_dir / 'validity_card.json'}; stored as {result.stored} (a "
+          "distribution card: a run's gate reads sampled cards only)")
     return 0 if result.card["passed"] else 1
 
 
@@ -162,6 +210,11 @@ def format_card(card: dict[str, Any]) -> str:
         f"profile {cfg['profile']}; {card['battery'].get('decisions')} decisions, "
         f"{card['timing'].get('wall_s')} s wall, {card['timing'].get('cpu_s')} s CPU",
     ]
+    readout = card.get("readout") or {"kind": "sampled"}
+    if readout["kind"] == "distribution":
+        lines[-1] = (f"model {model['backend']}/{name}, profile {cfg['profile']}; judged from "
+                     f"the distributions of {card['battery'].get('vignettes')} vignettes "
+                     f"(read in {card['timing'].get('wall_s')} s), no sampled replies")
     notes = [f"  {t['name']}: {t['note']}" for t in card["tests"] if t.get("note")]
     if notes:
         lines += ["notes:", *notes]

@@ -36,16 +36,20 @@ def weights(field: str, values: Sequence[str], prompt: str) -> dict[str, float]:
 class CharSource:
     """One token per character.
 
-    the next character's probability is the weight of the values it may still become (so a field's
-    distribution is its normalised weights), and 0.1 of the mass is on a forbidden "|".
+    The next character's probability is the weight of the values it may still become (so a
+    field's distribution is its normalised ``weights``), and 0.1 of the mass is on a forbidden
+    "|".
     """
 
     name = "toy characters"
 
+    def __init__(self, weigh=weights) -> None:
+        self.weigh = weigh
+
     def greedy(self, request) -> GreedyReply:
         prompt = request.messages[-1]["content"]
         self.fields = dict(enum_fields(request.json_schema))
-        best = {f: max(w := weights(f, vs, prompt), key=w.get) for f, vs in self.fields.items()}
+        best = {f: max(w := self.weigh(f, vs, prompt), key=w.get) for f, vs in self.fields.items()}
         text = json.dumps({"threat_appraisal": {"label": best["threat_appraisal.label"],
                                                 "reason": "r"},
                            "coping_appraisal": {"label": best["coping_appraisal.label"],
@@ -60,7 +64,7 @@ class CharSource:
                                       ("threat_appraisal.label", '"threat_appraisal"'))
                      if key in written)
         partial = written[written.rindex('"') + 1:]
-        w = weights(field, self.fields[field], reply.prompt)
+        w = self.weigh(field, self.fields[field], reply.prompt)
         nxt: dict[str, float] = {}
         for value, weight in w.items():
             if value.startswith(partial) and len(value) > len(partial):
