@@ -52,6 +52,10 @@ def token_source(backend: LLMBackend) -> TokenSource:
     if inner.kind == "openai":
         return ChatLogprobsSource(inner.bases[0], inner.model, headers=inner.headers,
                                   timeout_s=inner.policy.timeout_s)
+    if inner.kind == "reference":
+        from governed_broker.llm.reference import ReferenceSource
+
+        return ReferenceSource(inner)
     raise LLMError(
         f"the {inner.kind} backend ({inner.model_id}) does not give this framework token "
         "probabilities, so its choice distributions cannot be read; use llm.backend: embedded "

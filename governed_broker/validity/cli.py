@@ -119,11 +119,20 @@ def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.N
     from governed_broker.validity.readout_card import validate_distribution
     from governed_broker.validity.validate import prepare
 
-    if args.quick or args.reference is not None or args.seeds != 1 or \
-            args.calibration is not None:
+    if args.quick or args.seeds != 1 or args.calibration is not None:
         raise ConfigError("--readout distribution reads the experiment's model once per "
-                          "vignette: --quick, --reference, --seeds and --calibration do not "
-                          "apply")
+                          "vignette: --quick, --seeds and --calibration do not apply")
+    if args.reference is not None:
+        from governed_broker.validity.reference import reference_experiment
+
+        names = _reference_names(args.reference)
+        if len(names) != 1:
+            raise ConfigError("--readout distribution takes one reference respondent")
+        experiment = reference_experiment(experiment, names[0])
+        source["reference"] = names[0]
+        if args.out is None:
+            args.out = Path("outputs") / (f"{experiment.config.name}-validity-readout-"
+                                          f"reference-{names[0].replace(':', '-')}")
     prepared = prepare(experiment)
     read = [v for v in prepared.plan.vignettes.values() if v.arm != "trigger"]
     primary = primary_vignettes(prepared.plan)
@@ -136,11 +145,13 @@ def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.N
     source["readout"] = "distribution"
     result = validate_distribution(experiment, args.out, primary_only=args.primary_only,
                                    saved=args.distributions, overwrite=args.overwrite,
-                                   progress=not args.no_progress, source=source)
+                                   progress=not args.no_progress, source=source,
+                                   store=args.reference is None)
     print()
     print(format_card(result.card))
-    print(f"\nwrote {result.out_dir / 'validity_card.json'}; stored as {result.stored} (a "
-          "distribution card: a run's gate reads sampled cards only)")
+    where = (f"stored as {result.stored} (a distribution card: a run's gate reads sampled "
+             "cards only)" if result.stored else "reference: not stored")
+    print(f"\nwrote {result.out_dir / 'validity_card.json'}; {where}")
     return 0 if result.card["passed"] else 1
 
 

@@ -86,7 +86,8 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
                           saved: Path | None = None, overwrite: bool = False,
                           progress: bool = True, source: dict[str, Any] | None = None,
                           backend: LLMBackend | None = None,
-                          token_source: TokenSource | None = None) -> Validation:
+                          token_source: TokenSource | None = None,
+                          store: bool = True) -> Validation:
     """Read the battery's distributions (or take a saved readout), judge and store the card.
 
     Args:
@@ -100,6 +101,7 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
         source: The experiment file and ``--set`` options, recorded in the card.
         backend: A ready backend (tests).
         token_source: Ready token probabilities (tests).
+        store: Store the card in the cards directory (reference respondents' cards are not).
 
     Raises:
         ConfigError: no ``llm:`` section, a broken battery, a saved readout of another
@@ -155,5 +157,5 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
         if out.exists():
             shutil.rmtree(out)
         os.replace(work, out)
-    stored = save_card(card, cards_dir(experiment.config))
+    stored = save_card(card, cards_dir(experiment.config)) if store else None
     return Validation(card, out, stored, results)

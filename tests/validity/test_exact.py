@@ -222,3 +222,29 @@ def test_validate_readout_distribution_needs_token_probabilities(scripted_file, 
     assert main(["validate", str(scripted_file), "--readout", "distribution",
                  "--budget"]) == 0
     assert "readout budget" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("name", "passes"), [("rule", True), ("deaf", False)])
+def test_reference_respondents_are_read_from_their_known_laws(scripted_experiment, tmp_path,
+                                                             name, passes):
+    from governed_broker.validity.reference import reference_experiment
+
+    experiment = reference_experiment(scripted_experiment(), name)
+    result = validate_distribution(experiment, tmp_path / name, progress=False, store=False)
+    assert result.card["passed"] is passes and result.stored is None
+    assert result.card["readout"]["source"] == f"reference {name} (exact)"
+
+
+def test_a_noisy_rules_laws_mix_the_rule_with_uniform_choices():
+    from governed_broker.llm.reference import ReferenceBackend, ReferenceSource
+
+    schema = {"properties": {
+        "threat_appraisal": {"properties": {"label": {"enum": ["VL", "L", "M", "H", "VH"]}}},
+        "decision": {"enum": ["do_nothing", "buy_insurance"]}}}
+    source = ReferenceSource(ReferenceBackend("random"))
+    from governed_broker.llm.base import LLMRequest
+
+    laws = source.laws(LLMRequest.of([{"role": "user", "content": "x"}], json_schema=schema))
+    assert laws["threat_appraisal.label"] == pytest.approx(dict.fromkeys(
+        ["VL", "L", "M", "H", "VH"], 0.2))
+    assert sum(laws["decision"].values()) == pytest.approx(1.0)
