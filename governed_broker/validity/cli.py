@@ -223,6 +223,10 @@ def format_card(card: dict[str, Any]) -> str:
     ]
     readout = card.get("readout") or {"kind": "sampled"}
     if readout["kind"] == "distribution":
+        lines[lines.index("") + 1] = (
+            "P: primary test (the card passes when every one passes). Judged from exact "
+            "distributions: no sampling, no p-value; the interval is how far the probability "
+            "the readout did not read can move the value.")
         lines[-1] = (f"model {model['backend']}/{name}, profile {cfg['profile']}; judged from "
                      f"the distributions of {card['battery'].get('vignettes')} vignettes "
                      f"(read in {card['timing'].get('wall_s')} s), no sampled replies")
