@@ -11,8 +11,9 @@ or a distribution card's ``readout.json``, made for the same configuration):
   position by position from the tokens read (top 20 only): its chain (top-k 40, top-p, min-p,
   temperature) on the raw candidates; a token the grammar forbids is drawn again from the chain
   applied to the allowed tokens only (llama.cpp ``common_sampler_sample``, grammar second);
-* ``observed``: the sampled replies' shares, with the p-value of a chi-square goodness-of-fit
-  test of the counts against the sampler's prediction (categories pooled below 5 expected).
+* ``observed``: the sampled replies' shares, with the p-values of chi-square goodness-of-fit
+  tests of the counts against the sampler's prediction and against the raw distribution
+  (categories pooled below 5 expected).
 
 The threat label is read at its fixed prefix, so its prediction is the model's; the coping
 label and the action are read after the greedy threat label and reason, while a sampled reply
@@ -107,6 +108,10 @@ def chi_square_p(counts: dict[str, int], expected: dict[str, float]) -> float | 
     return float(stats.chisquare(obs, exp).pvalue)
 
 
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--experiment", type=Path, default=ROOT / "experiments" / "demo.yaml")
@@ -171,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                         "raw": by_key[key][measure], "sampler": sampler,
                         "observed": {k: c / len(replies) for k, c in counts.items()},
                         "greedy": fields[name]["path_value"],
-                        "chi_square_p": chi_square_p(counts, sampler)}
+                        "chi_square_p": chi_square_p(counts, sampler),
+                        "chi_square_p_raw": chi_square_p(counts, by_key[key][measure])}
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
         finally:
@@ -188,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {measure:<7}raw      " + fmt(f"{k} {v:.2f}" for k, v in m["raw"].items()))
             print("         sampler  " + fmt(f"{k} {v:.2f}" for k, v in m["sampler"].items()))
             print("         observed " + fmt(f"{k} {v:.2f}" for k, v in m["observed"].items())
-                  + f"   (chi-square p {m['chi_square_p']})")
+                  + f"   (chi-square p vs sampler {_p(m['chi_square_p'])}, vs raw "
+                  f"{_p(m['chi_square_p_raw'])})")
     print(f"load average before {load_before[0]:.2f}, after {result['loadavg_after'][0]:.2f}")
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
