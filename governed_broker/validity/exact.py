@@ -249,6 +249,8 @@ def _outcome(statistic: float | None, bound: float, threshold: float,
     """(outcome, lower, upper) of an exact statistic whose unread mass moves it by ``bound``."""
     if statistic is None:
         return "fail", None, None
+    if not math.isfinite(bound):  # the unread mass could make the statistic undefined
+        return "inconclusive", None, None
     lower, upper = statistic - bound, statistic + bound
     if comparison == ">":
         outcome = "pass" if lower > threshold else "fail" if upper <= threshold else \
