@@ -95,6 +95,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.budget:
         prepared = prepare(experiment, args.quick)
         print("\n".join(budget_lines(prepared.plan, prepared.budget)))
+        print(readout_budget_line(prepared.plan))
         return 0
 
     def announce(prepared: Any) -> None:
@@ -110,12 +111,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if result.card["passed"] else 1
 
 
+def readout_budget_line(plan: Any) -> str:
+    """What ``--readout distribution`` would read instead of the sampled decisions."""
+    from governed_broker.validity.readout import READ_ARMS, primary_vignettes
+
+    read = [v for v in plan.vignettes.values() if v.arm in READ_ARMS]
+    return (f"readout budget (--readout distribution): {len(read)} vignettes read once each "
+            f"({len(primary_vignettes(plan))} with --primary-only), one greedy reply and a few "
+            f"one-token passes per vignette, instead of {plan.decisions()} sampled decisions")
+
+
 def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.Namespace
                        ) -> int:
     """``--readout distribution``: the card judged from the model's distributions."""
     from governed_broker.config.base import ConfigError
     from governed_broker.validity.budget import budget_lines
-    from governed_broker.validity.readout import primary_vignettes
     from governed_broker.validity.readout_card import validate_distribution
     from governed_broker.validity.validate import prepare
 
@@ -134,12 +144,8 @@ def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.N
             args.out = Path("outputs") / (f"{experiment.config.name}-validity-readout-"
                                           f"reference-{names[0].replace(':', '-')}")
     prepared = prepare(experiment)
-    read = [v for v in prepared.plan.vignettes.values() if v.arm != "trigger"]
-    primary = primary_vignettes(prepared.plan)
     print("\n".join(budget_lines(prepared.plan, prepared.budget)))
-    print(f"readout budget: {len(read)} vignettes read once each ({len(primary)} with "
-          "--primary-only), one greedy reply and a few one-token passes per vignette, instead "
-          f"of {prepared.plan.decisions()} sampled decisions", flush=True)
+    print(readout_budget_line(prepared.plan), flush=True)
     if args.budget:
         return 0
     source["readout"] = "distribution"
