@@ -39,6 +39,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "governed_broker.calibration.cli",  # calibrate
     "governed_broker.explore.cli",  # explore
     "governed_broker.validity.cli",  # validate
+    "governed_broker.validity.readout_cli",  # readout
 )
 #: ``OSError`` numbers that are the machine's state, not a bug: said in one line.
 EXPECTED_ERRNOS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",

@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from governed_broker.config.llm import REFERENCE_NAME
@@ -367,3 +368,115 @@ def _reply(threat: str, coping: str, action: str, reason: str,
             "coping_appraisal": {"label": coping, "reason": reasons["coping"]},
             "decision": action, "reason": reason}
 
+
+
+class ReferenceSource:
+    """A reference respondent's choice distributions as token probabilities (``TokenSource``).
+
+    A reference respondent's law is known, so its distributions can be read as a language
+    model's are (``llm.readout``) and a card judged from them compared with its sampled card.
+    Each field's distribution is the respondent's marginal over a decision request's draws
+    (request seeds): ``deaf`` and ``rule`` their one reply; ``random`` and ``seed`` uniform over
+    the labels and the actions listed; ``order:Q`` the rule's labels, and the first action
+    listed with probability ``Q`` added to the rule's; ``noisy_rule:S`` ``S`` of the uniform
+    law and ``1 - S`` of the rule's. Tokens are characters: the next character's probability is
+    the share of the values it may still become. The fields are independent marginals, not
+    conditional on the text before them (a sampled ``noisy_rule`` reply draws all its fields
+    at random together; each field's marginal is the same).
+
+    Args:
+        backend: The respondent.
+    """
+
+    def __init__(self, backend: ReferenceBackend) -> None:
+        self.backend = backend
+        self.name = f"reference {backend.name} (exact)"
+
+    def laws(self, request: LLMRequest) -> dict[str, dict[str, float]]:
+        """Each enumerated field's distribution for ``request``, by dotted path."""
+        labels = _schema_enum(request.json_schema, "properties", "threat_appraisal",
+                              "properties", "label")
+        allowed = _schema_enum(request.json_schema, "properties", "decision")
+        listed = _listed(request, allowed)
+        uniform_labels = {v: 1 / len(labels) for v in labels}
+        uniform_actions = {a: 1 / len(listed) for a in listed}
+        kind, share = self.backend._kind, self.backend._share
+        if kind in ("random", "seed"):
+            threat = coping = uniform_labels
+            action = uniform_actions
+        else:
+            one = self.backend.reply(replace(request, seed=0)) if kind == "deaf" else None
+            if one is None:
+                rule = self.backend._rule.answer(read_prompt(_household_prompt(request)))
+                one = _reply(_label(labels, rule.threat), _label(labels, rule.coping),
+                             rule.action, "")
+            threat = {one["threat_appraisal"]["label"]: 1.0}
+            coping = {one["coping_appraisal"]["label"]: 1.0}
+            action = {one["decision"]: 1.0}
+            if kind == "order":
+                action = _mix(action, {listed[0]: 1.0}, share)
+            if kind == "noisy_rule":
+                threat = _mix(threat, uniform_labels, share)
+                coping = _mix(coping, uniform_labels, share)
+                action = _mix(action, uniform_actions, share)
+        return {"threat_appraisal.label": threat, "coping_appraisal.label": coping,
+                "decision": action}
+
+    def greedy(self, request: LLMRequest) -> Any:
+        """The reply of each field's most probable value, written character by character."""
+        from governed_broker.llm.readout import GreedyReply, Token
+
+        laws = self.laws(request)
+        best = {f: _greedy_value(law) for f, law in laws.items()}
+        text = json.dumps({"threat_appraisal": {"label": best["threat_appraisal.label"],
+                                                "reason": "r"},
+                           "coping_appraisal": {"label": best["coping_appraisal.label"],
+                                                "reason": "r"},
+                           "decision": best["decision"], "reason": ""})
+        return GreedyReply(text, tuple(Token(c.encode()) for c in text), laws)
+
+    def top_tokens(self, reply: Any, prefix: Sequence[Any], k: int) -> list[Any]:
+        """The next characters' log-probabilities within the field being written."""
+        from governed_broker.llm.readout import Candidate, Token
+
+        written = b"".join(t.text for t in prefix).decode()
+        field = next(f for f, key in (("decision", '"decision": "'),
+                                      ("coping_appraisal.label", '"coping_appraisal"'),
+                                      ("threat_appraisal.label", '"threat_appraisal"'))
+                     if key in written)
+        partial = written[written.rindex('"') + 1:]
+        nxt = _next_chars(reply.prompt[field], partial)
+        total = sum(nxt.values())
+        ranked = sorted(nxt.items(), key=lambda kv: -kv[1])[:k]
+        return [Candidate(Token(c.encode()), math.log(p / total)) for c, p in ranked if p > 0]
+
+
+def _mix(rule: Mapping[str, float], other: Mapping[str, float], share: float
+         ) -> dict[str, float]:
+    """``1 - share`` of ``rule`` and ``share`` of ``other``."""
+    out = {v: (1 - share) * p for v, p in rule.items()}
+    for v, p in other.items():
+        out[v] = out.get(v, 0.0) + share * p
+    return {v: p for v, p in out.items() if p > 0}
+
+
+def _next_chars(law: Mapping[str, float], partial: str) -> dict[str, float]:
+    """The weight of each next character: the values it may still become."""
+    out: dict[str, float] = {}
+    for value, p in law.items():
+        if value.startswith(partial) and len(value) > len(partial) and p > 0:
+            c = value[len(partial)]
+            out[c] = out.get(c, 0.0) + p
+    return out
+
+
+def _greedy_value(law: Mapping[str, float]) -> str:
+    """The value written by always taking the heaviest next character (first on ties)."""
+    partial = ""
+    while partial not in law or any(v.startswith(partial) and v != partial for v in law
+                                    if law[v] > 0):
+        nxt = _next_chars(law, partial)
+        if not nxt:
+            break
+        partial += max(nxt, key=lambda c: nxt[c])
+    return partial

@@ -163,7 +163,7 @@ def verdict(results: list[TestResult]) -> tuple[bool, str]:
 
 def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
               results: list[TestResult], provenance: dict[str, Any],
-              facts: dict[str, Any]) -> dict[str, Any]:
+              facts: dict[str, Any], readout: dict[str, Any] | None = None) -> dict[str, Any]:
     """The card as JSON-ready data.
 
     Args:
@@ -173,6 +173,9 @@ def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
         results: Every test's result.
         provenance: The broker's model identity and call/cache statistics.
         facts: Where it came from and what it took (``experiment``, ``battery``, ``timing``).
+        readout: How the replies were obtained: ``{"kind": "distribution", ...}`` for a card
+            judged from the model's distributions (``validity.readout_card``); default
+            ``{"kind": "sampled"}``.
     """
     from governed_broker import __version__
 
@@ -195,6 +198,7 @@ def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
         "key": key,
         "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "governed_broker": __version__,
+        "readout": readout or {"kind": "sampled"},
         "passed": passed,
         "verdict": why,
         "quick": battery.quick,

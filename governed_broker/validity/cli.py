@@ -43,6 +43,16 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument("--calibration", type=Path, default=None, metavar="FILE",
                         help="with --reference: write the calibration (per test pass rates) "
                         "cards quote, e.g. configs/validity/calibration.json")
+    parser.add_argument("--readout", choices=("sampled", "distribution"), default="sampled",
+                        help="sampled: ask the battery's replies (default); distribution: read "
+                        "each vignette's choice distributions once from the model's token "
+                        "probabilities and judge the tests from them")
+    parser.add_argument("--primary-only", action="store_true",
+                        help="with --readout distribution: read only the primary tests' "
+                        "vignettes")
+    parser.add_argument("--distributions", type=Path, default=None, metavar="FILE",
+                        help="with --readout distribution: judge a readout saved by "
+                        "`governed-broker readout --json` for this configuration")
     parser.add_argument("--out", type=Path, default=None,
                         help="output directory (default: outputs/<name>-validity)")
     parser.add_argument("--overwrite", action="store_true",
@@ -67,6 +77,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.reference is None and (args.calibration is not None or args.seeds != 1):
         raise ConfigError("--seeds and --calibration need --reference (the respondents the "
                           "battery is calibrated on)")
+    if args.readout == "distribution":
+        return _distribution_card(experiment, source, args)
+    if args.primary_only or args.distributions is not None:
+        raise ConfigError("--primary-only and --distributions need --readout distribution")
     if args.reference is not None:
         names = _reference_names(args.reference)
         if args.seeds > 1 or len(names) > 1 or args.calibration is not None:
@@ -89,6 +103,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.budget:
         prepared = prepare(experiment, args.quick)
         print("\n".join(budget_lines(prepared.plan, prepared.budget)))
+        print(readout_budget_line(prepared.plan))
         return 0
 
     def announce(prepared: Any) -> None:
@@ -101,6 +116,56 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(format_card(result.card))
     where = f"; stored as {result.stored}" if result.stored else " (reference: not stored)"
     print(f"\nwrote {result.out_dir / 'validity_card.json'}{where}")
+    return 0 if result.card["passed"] else 1
+
+
+def readout_budget_line(plan: Any) -> str:
+    """What ``--readout distribution`` would read instead of the sampled decisions."""
+    from governed_broker.validity.readout import READ_ARMS, primary_vignettes
+
+    read = [v for v in plan.vignettes.values() if v.arm in READ_ARMS]
+    return (f"readout budget (--readout distribution): {len(read)} vignettes read once each "
+            f"({len(primary_vignettes(plan))} with --primary-only), one greedy reply and a few "
+            f"one-token passes per vignette, instead of {plan.decisions()} sampled decisions")
+
+
+def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.Namespace
+                       ) -> int:
+    """``--readout distribution``: the card judged from the model's distributions."""
+    from governed_broker.config.base import ConfigError
+    from governed_broker.validity.budget import budget_lines
+    from governed_broker.validity.readout_card import validate_distribution
+    from governed_broker.validity.validate import prepare
+
+    if args.quick or args.seeds != 1 or args.calibration is not None:
+        raise ConfigError("--readout distribution reads the experiment's model once per "
+                          "vignette: --quick, --seeds and --calibration do not apply")
+    if args.reference is not None:
+        from governed_broker.validity.reference import reference_experiment
+
+        names = _reference_names(args.reference)
+        if len(names) != 1:
+            raise ConfigError("--readout distribution takes one reference respondent")
+        experiment = reference_experiment(experiment, names[0])
+        source["reference"] = names[0]
+        if args.out is None:
+            args.out = Path("outputs") / (f"{experiment.config.name}-validity-readout-"
+                                          f"reference-{names[0].replace(':', '-')}")
+    prepared = prepare(experiment)
+    print("\n".join(budget_lines(prepared.plan, prepared.budget)))
+    print(readout_budget_line(prepared.plan), flush=True)
+    if args.budget:
+        return 0
+    source["readout"] = "distribution"
+    result = validate_distribution(experiment, args.out, primary_only=args.primary_only,
+                                   saved=args.distributions, overwrite=args.overwrite,
+                                   progress=not args.no_progress, source=source,
+                                   store=args.reference is None)
+    print()
+    print(format_card(result.card))
+    where = (f"stored as {result.stored} (a distribution card: a run's gate reads sampled "
+             "cards only)" if result.stored else "reference: not stored")
+    print(f"\nwrote {result.out_dir / 'validity_card.json'}; {where}")
     return 0 if result.card["passed"] else 1
 
 
@@ -170,6 +235,15 @@ def format_card(card: dict[str, Any]) -> str:
         f"profile {cfg['profile']}; {card['battery'].get('decisions')} decisions, "
         f"{card['timing'].get('wall_s')} s wall, {card['timing'].get('cpu_s')} s CPU",
     ]
+    readout = card.get("readout") or {"kind": "sampled"}
+    if readout["kind"] == "distribution":
+        lines[lines.index("") + 1] = (
+            "P: primary test (the card passes when every one passes). Judged from exact "
+            "distributions: no sampling, no p-value; the interval is how far the probability "
+            "the readout did not read can move the value.")
+        lines[-1] = (f"model {model['backend']}/{name}, profile {cfg['profile']}; judged from "
+                     f"the distributions of {card['battery'].get('vignettes')} vignettes "
+                     f"(read in {card['timing'].get('wall_s')} s), no sampled replies")
     notes = [f"  {t['name']}: {t['note']}" for t in card["tests"] if t.get("note")]
     if notes:
         lines += ["notes:", *notes]

@@ -54,9 +54,10 @@ def save_card(card: dict[str, Any], directory: Path) -> Path:
 
 
 def find_card(directory: Path, key: str) -> tuple[dict[str, Any], str, str, Path] | None:
-    """The stored card of ``key``.
+    """The stored sampled card of ``key``.
 
-    (card, the file's text, its sha256, path), or None if there is none.
+    (card, the file's text, its sha256, path), or None if there is none. A card judged from
+    distributions (``readout.kind``) has a key of its own and is never returned.
 
     Raises:
         ConfigError: A card file that is not a card of this key (unreadable, another key or
@@ -75,4 +76,8 @@ def find_card(directory: Path, key: str) -> tuple[dict[str, Any], str, str, Path
             card.get("card_format") != CARD_FORMAT or not isinstance(card.get("tests"), list):
         raise ConfigError(f"{path}: not a validity card of key {key[:12]}... (format "
                           f"{CARD_FORMAT}); delete it and run `governed-broker validate` again")
+    kind = (card.get("readout") or {"kind": "sampled"}).get("kind")
+    if kind != "sampled":
+        raise ConfigError(f"{path}: a card judged from {kind}s stored under a sampled card's "
+                          "key; delete it and run `governed-broker validate` again")
     return card, text, hashlib.sha256(text.encode("utf-8")).hexdigest(), path

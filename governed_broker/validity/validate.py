@@ -38,8 +38,8 @@ from governed_broker.validity.store import CARD_FILE, card_text, cards_dir, save
 VIGNETTES_FILE = "vignettes.jsonl"
 #: Everything ``validate`` writes into its directory (SQLite side files included).
 VALIDITY_FILES = frozenset({
-    CARD_FILE, VIGNETTES_FILE, "decisions.jsonl", "llm_calls.sqlite", "llm_calls.sqlite-wal",
-    "llm_calls.sqlite-shm", "llm_calls.sqlite-journal"})
+    CARD_FILE, VIGNETTES_FILE, "readout.json", "decisions.jsonl", "llm_calls.sqlite",
+    "llm_calls.sqlite-wal", "llm_calls.sqlite-shm", "llm_calls.sqlite-journal"})
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,8 @@ def default_out_dir(experiment: ResolvedExperiment, quick: bool) -> Path:
     return Path("outputs") / f"{experiment.config.name}-validity{'-quick' if quick else ''}"
 
 
-def _require_ours(path: Path, action: str) -> None:
+def require_ours(path: Path, action: str) -> None:
+    """Refuse to ``action`` a directory that holds anything ``validate`` does not write."""
     strangers = sorted(n for n in os.listdir(path)
                        if n not in VALIDITY_FILES and not n.startswith(".tmp-"))
     if strangers or any((path / n).is_symlink() or (path / n).is_dir()
@@ -149,10 +150,10 @@ def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, qui
             if not overwrite:
                 raise ConfigError(f"{out} already exists; choose another --out or pass "
                                   "--overwrite")
-            _require_ours(out, "replace")
+            require_ours(out, "replace")
         work = partial_dir(out)
         if work.exists():
-            _require_ours(work, "reuse")
+            require_ours(work, "reuse")
             shutil.rmtree(work)
         work.mkdir(parents=True)
         if announce is not None:
