@@ -26,8 +26,10 @@ How the threads wait for each other does not change a reply, and is in neither k
 the backend's info): the runtime is an OpenMP build, and libgomp's default makes a waiting
 thread spin (300,000 spins, its documented ``GOMP_SPINCOUNT`` default) before it sleeps. On a
 machine whose cores are busy with other work that spinning holds a core the other thread needs,
-and a call became several times slower; so the backend has libgomp load with waiting threads
-that sleep (``OMP_WAIT_POLICY=PASSIVE``) unless the environment already says how they wait
+and a call became several times slower; sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) was
+fastest there but cost 40 % on idle cores. So the backend has libgomp load with a short spin
+(``GOMP_SPINCOUNT=10000``): as fast as the full spin on idle cores, about three times faster
+beside busy processes, unless the environment already says how the threads wait
 (``THREAD_WAIT``; docs/llm_backends.md has the measurements).
 """
 
@@ -66,10 +68,11 @@ DEFAULT_THREADS = 2
 #: Seconds between two checks of a running generation for a stall.
 STALL_CHECK_S = 0.5
 #: How llama.cpp's threads wait for each other unless the environment says otherwise: set
-#: while the runtime (and libgomp with it) is loaded, since libgomp reads it only then. Sleep
-#: at once instead of spinning: on 2 busy cores a call was several times faster; replies are
-#: the same (docs/llm_backends.md has the measurements).
-THREAD_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
+#: while the runtime (and libgomp with it) is loaded, since libgomp reads it only then. A spin
+#: of 10,000 instead of 300,000 before a waiting thread sleeps: the demo as fast as with the full
+#: spin on 2 idle cores, calls about three times faster beside busy processes; replies are the
+#: same (docs/llm_backends.md has the measurements).
+THREAD_WAIT = {"GOMP_SPINCOUNT": "10000"}
 #: The environment variables with which a user chooses how libgomp's threads wait.
 THREAD_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 _loaded_thread_wait: str | None = None  # how the loaded runtime's threads wait
@@ -100,7 +103,7 @@ def _choose_thread_wait() -> tuple[str, dict[str, str]]:
         return " ".join(f"{k}={v}" for k, v in chosen.items()) + " (from the environment)", {}
     if _libgomp_loaded():
         return ("libgomp's default (spinning): libgomp was loaded before the embedded "
-                "backend could set OMP_WAIT_POLICY=PASSIVE; set it in the environment to "
+                "backend could set GOMP_SPINCOUNT=10000; set it in the environment to "
                 "have it"), {}
     wait = " ".join(f"{k}={v}" for k, v in THREAD_WAIT.items()) + " (the backend's default)"
     return wait, dict(THREAD_WAIT)

@@ -196,7 +196,7 @@ def test_waiting_threads_sleep_unless_the_environment_says_how_they_wait(bare_en
 
     bare_environment.setattr(embedded, "_libgomp_loaded", lambda: False)
     assert embedded._choose_thread_wait() == (
-        "OMP_WAIT_POLICY=PASSIVE (the backend's default)", {"OMP_WAIT_POLICY": "PASSIVE"})
+        "GOMP_SPINCOUNT=10000 (the backend's default)", {"GOMP_SPINCOUNT": "10000"})
     bare_environment.setenv("OMP_WAIT_POLICY", "ACTIVE")
     bare_environment.setenv("GOMP_SPINCOUNT", "300000")
     assert embedded._choose_thread_wait() == (
@@ -213,7 +213,7 @@ def test_a_wait_policy_that_comes_too_late_is_said_not_assumed(bare_environment)
 
 @pytest.fixture
 def runtime_import(bare_environment):
-    """Import a stand-in ``xllamacpp`` afresh; returns the OMP_WAIT_POLICY each load saw."""
+    """Import a stand-in ``xllamacpp`` afresh; returns the GOMP_SPINCOUNT each load saw."""
     import importlib.abc
     import importlib.util
     import os
@@ -231,7 +231,7 @@ def runtime_import(bare_environment):
             return None
 
         def exec_module(self, module):
-            seen.append(os.environ.get("OMP_WAIT_POLICY"))
+            seen.append(os.environ.get("GOMP_SPINCOUNT"))
 
     bare_environment.setitem(sys.modules, "xllamacpp", None)  # restored (or removed) after
     bare_environment.delitem(sys.modules, "xllamacpp")
@@ -248,9 +248,9 @@ def test_the_wait_policy_is_set_only_while_the_runtime_loads(runtime_import):
 
     embedded._import_xllamacpp()
     embedded._import_xllamacpp()
-    assert runtime_import == ["PASSIVE"]  # loaded once, with waiting threads that sleep
-    assert "OMP_WAIT_POLICY" not in os.environ  # the user's environment, and children's, as was
-    assert embedded.thread_wait() == "OMP_WAIT_POLICY=PASSIVE (the backend's default)"
+    assert runtime_import == ["10000"]  # loaded once, with a short spin
+    assert "GOMP_SPINCOUNT" not in os.environ  # the user's environment, and children's, as was
+    assert embedded.thread_wait() == "GOMP_SPINCOUNT=10000 (the backend's default)"
 
 
 def test_a_wait_policy_the_user_chose_is_kept(runtime_import, bare_environment):
@@ -258,10 +258,10 @@ def test_a_wait_policy_the_user_chose_is_kept(runtime_import, bare_environment):
 
     from governed_broker.llm import embedded
 
-    bare_environment.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    bare_environment.setenv("GOMP_SPINCOUNT", "300000")
     embedded._import_xllamacpp()
-    assert runtime_import == ["ACTIVE"] and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
-    assert embedded.thread_wait() == "OMP_WAIT_POLICY=ACTIVE (from the environment)"
+    assert runtime_import == ["300000"] and os.environ["GOMP_SPINCOUNT"] == "300000"
+    assert embedded.thread_wait() == "GOMP_SPINCOUNT=300000 (from the environment)"
 
 
 def test_the_wait_policy_is_recorded_but_not_in_the_cache_key(backend, tmp_path, monkeypatch):
@@ -271,7 +271,7 @@ def test_the_wait_policy_is_recorded_but_not_in_the_cache_key(backend, tmp_path,
 
     cache = ResponseCache(tmp_path / "c.sqlite")
     keys = set()
-    for wait in ("OMP_WAIT_POLICY=PASSIVE (the backend's default)", "GOMP_SPINCOUNT=1"):
+    for wait in ("GOMP_SPINCOUNT=10000 (the backend's default)", "OMP_WAIT_POLICY=PASSIVE"):
         monkeypatch.setattr(embedded, "_loaded_thread_wait", wait)
         assert backend.describe()["thread_wait"] == wait
         keys.add(CachedBackend(backend, cache).key_for(ask()))

@@ -207,12 +207,12 @@ reply = backend.chat(LLMRequest.of(
     [{"role": "user", "content": "Owner, zone AE, flooded last year. Insure? One sentence."}],
     temperature=0.7, seed=7, max_tokens=40, num_ctx=1024))
 print(json.dumps({"text": reply.text, "wait": backend.describe()["thread_wait"],
-                  "left": os.environ.get("OMP_WAIT_POLICY")}))
+                  "left": os.environ.get("GOMP_SPINCOUNT")}))
 """
 
 
 def test_how_the_threads_wait_changes_no_reply():
-    """Sleeping waits (the backend's default) and libgomp's spinning give the same text.
+    """A short spin (the backend's default) and libgomp's full spin give the same text.
 
     That is why the wait policy is recorded in the manifest but is in neither key. It is read
     once per process, so each policy answers in a process of its own.
@@ -227,7 +227,7 @@ def test_how_the_threads_wait_changes_no_reply():
         done = subprocess.run([sys.executable, "-c", ONE_REPLY], env=base | extra,
                               capture_output=True, text=True, check=True, timeout=600)
         replies.append(json.loads(done.stdout.splitlines()[-1]))
-    assert replies[0]["wait"] == "OMP_WAIT_POLICY=PASSIVE (the backend's default)"
+    assert replies[0]["wait"] == "GOMP_SPINCOUNT=10000 (the backend's default)"
     assert replies[0]["left"] is None  # set only while the runtime loaded
     assert replies[1]["wait"] == "GOMP_SPINCOUNT=300000 (from the environment)"
     assert replies[0]["text"] and replies[0]["text"] == replies[1]["text"]
