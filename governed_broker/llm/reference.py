@@ -397,9 +397,8 @@ class ReferenceSource:
         labels = _schema_enum(request.json_schema, "properties", "threat_appraisal",
                               "properties", "label")
         allowed = _schema_enum(request.json_schema, "properties", "decision")
-        listed = _listed(request, allowed)
         uniform_labels = {v: 1 / len(labels) for v in labels}
-        uniform_actions = {a: 1 / len(listed) for a in listed}
+        uniform_actions = {a: 1 / len(allowed) for a in allowed}  # the listing's order aside
         kind, share = self.backend._kind, self.backend._share
         if kind in ("random", "seed"):
             threat = coping = uniform_labels
@@ -414,7 +413,7 @@ class ReferenceSource:
             coping = {one["coping_appraisal"]["label"]: 1.0}
             action = {one["decision"]: 1.0}
             if kind == "order":
-                action = _mix(action, {listed[0]: 1.0}, share)
+                action = _mix(action, {_listed(request, allowed)[0]: 1.0}, share)
             if kind == "noisy_rule":
                 threat = _mix(threat, uniform_labels, share)
                 coping = _mix(coping, uniform_labels, share)
