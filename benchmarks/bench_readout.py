@@ -14,7 +14,7 @@ experiment's own prompts, as ``validate`` sends them), in this order:
 The response cache is not used. The machine's load average is printed before and after each
 model (the figures depend on it). Run it under the heavy-job lock:
 
-    flock /work/notes/heavy.lock .venv/bin/python benchmarks/bench_readout.py \
+    .venv/bin/python benchmarks/bench_readout.py \
         --model qwen2.5-coder-0.5b-instruct-q4_k_m --model qwen2.5-coder-1.5b-instruct-q4_k_m
 """
 

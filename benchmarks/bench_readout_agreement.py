@@ -20,7 +20,7 @@ label and the action are read after the greedy threat label and reason, while a 
 writes them after its own sampled account: their gap measures that conditioning too. Run it
 under the heavy-job lock:
 
-    flock /work/notes/heavy.lock .venv/bin/python benchmarks/bench_readout_agreement.py \
+    .venv/bin/python benchmarks/bench_readout_agreement.py \
         --readout outputs/demo-validity-readout/readout.json --replies 30
 """
 
