@@ -12,7 +12,7 @@ experiment's own prompts, as ``validate`` sends them), in this order:
    position read), with the greedy path and the passes timed apart.
 
 The response cache is not used. The machine's load average is printed before and after each
-model (the figures depend on it). Run it under the heavy-job lock:
+model (the figures depend on it); run it alone on the machine:
 
     .venv/bin/python benchmarks/bench_readout.py \
         --model qwen2.5-coder-0.5b-instruct-q4_k_m --model qwen2.5-coder-1.5b-instruct-q4_k_m

@@ -18,7 +18,7 @@ or a distribution card's ``readout.json``, made for the same configuration):
 The threat label is read at its fixed prefix, so its prediction is the model's; the coping
 label and the action are read after the greedy threat label and reason, while a sampled reply
 writes them after its own sampled account: their gap measures that conditioning too. Run it
-under the heavy-job lock:
+alone on the machine:
 
     .venv/bin/python benchmarks/bench_readout_agreement.py \
         --readout outputs/demo-validity-readout/readout.json --replies 30
