@@ -24,7 +24,7 @@ from governed_broker.config.base import ConfigError
 from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.llm.base import LLMBackend
 from governed_broker.llm.readout import ReadoutSettings, TokenSource
-from governed_broker.run_dir import RunLock, check_out_dir, partial_dir, write_atomic
+from governed_broker.run_dir import RunLock, check_out_dir, write_atomic
 from governed_broker.validity.card import card_identity, make_card
 from governed_broker.validity.exact import FIELD_OF, exact_tests, laws_from_readout
 from governed_broker.validity.readout import ProgressLine, read_battery
@@ -32,8 +32,8 @@ from governed_broker.validity.store import CARD_FILE, card_text, cards_dir, save
 from governed_broker.validity.validate import (
     Prepared,
     Validation,
+    empty_work_dir,
     prepare,
-    require_ours,
 )
 
 #: The readout's own file in a card's directory (every distribution and the positions read).
@@ -114,15 +114,7 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
     default = Path("outputs") / f"{experiment.config.name}-validity-readout"
     out = check_out_dir(out_dir if out_dir is not None else default)
     with RunLock(out):
-        if out.exists():
-            if not overwrite:
-                raise ConfigError(f"{out} already exists; choose another --out or pass "
-                                  "--overwrite")
-            require_ours(out, "replace")
-        work = partial_dir(out)
-        if work.exists():
-            require_ours(work, "reuse")
-            shutil.rmtree(work)
+        work = empty_work_dir(out, overwrite)
         wall = time.perf_counter()
         if saved is not None:
             data = _read_saved(saved, prepared)
@@ -131,7 +123,6 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
             data = read_battery(experiment, settings, backend=backend, source=token_source,
                                 progress=ProgressLine() if progress else None,
                                 primary_only=primary_only).to_json()
-        work.mkdir(parents=True)
         check_sums(data["vignettes"], str(saved or "the readout"))
         prompts = {k: h for k, _, h in card_identity(experiment, plan)["prompts"]}
         results = exact_tests(plan, laws_from_readout(data["vignettes"]), experiment.domain,

@@ -75,6 +75,26 @@ def require_ours(path: Path, action: str) -> None:
                           "another --out, or move it away yourself")
 
 
+def empty_work_dir(out: Path, overwrite: bool) -> Path:
+    """The empty ``<out>.partial/`` a battery writes into, ``out`` checked first.
+
+    Raises:
+        ConfigError: ``out`` exists without ``overwrite``, or either holds entries ``validate``
+            does not write.
+    """
+    if out.exists():
+        if not overwrite:
+            raise ConfigError(f"{out} already exists; choose another --out or pass "
+                              "--overwrite")
+        require_ours(out, "replace")
+    work = partial_dir(out)
+    if work.exists():
+        require_ours(work, "reuse")
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    return work
+
+
 @dataclass(frozen=True)
 class Prepared:
     """A battery ready to run for an experiment: the plan, its card key and its budget."""
@@ -146,16 +166,7 @@ def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, qui
     plan, key = prepared.plan, prepared.key
     out = check_out_dir(out_dir if out_dir is not None else default_out_dir(experiment, quick))
     with RunLock(out):
-        if out.exists():
-            if not overwrite:
-                raise ConfigError(f"{out} already exists; choose another --out or pass "
-                                  "--overwrite")
-            require_ours(out, "replace")
-        work = partial_dir(out)
-        if work.exists():
-            require_ours(work, "reuse")
-            shutil.rmtree(work)
-        work.mkdir(parents=True)
+        work = empty_work_dir(out, overwrite)
         if announce is not None:
             announce(prepared)
         wall, cpu = time.perf_counter(), time.process_time()
