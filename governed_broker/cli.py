@@ -5,9 +5,10 @@
 any other experiment runs once.
 
 Exit codes: 0 success, 2 configuration error (message on stderr, no traceback, nothing
-written), 1 runtime failure. Expected runtime failures (a missing backend package or model, an
-unreachable LLM server, a full disk, a missing optional package) print one line without a
-traceback; ``--debug`` (anywhere on the command line) adds the traceback. An unexpected failure
+written), 1 runtime failure, 141 when the reader of the output left (``... | head``: quietly).
+Expected runtime failures (a missing backend package or model, an unreachable LLM server, a
+full disk, a missing optional package) print one line without a traceback; ``--debug``
+(anywhere on the command line) adds the traceback. An unexpected failure
 (a bug) always prints its traceback. Further subcommands come from the modules in
 ``SUBCOMMAND_MODULES``, each exposing ``register(subparsers)`` that adds its parser with
 ``set_defaults(func=...)``; ``func(args) -> int`` is called with the parsed arguments.
@@ -46,6 +47,8 @@ EXPECTED_ERRNOS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded
                    errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
                    errno.EPERM: "operation not permitted"}
 DEBUG_FLAG = "--debug"
+#: Exit code when the reader of standard output has gone (128 + SIGPIPE, as a shell reports it).
+SIGPIPE_EXIT = 128 + signal.SIGPIPE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -281,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\n{exc}" if str(exc) else "\ninterrupted", file=sys.stderr)
         _exit_if_generating(130)
         return 130
+    except BrokenPipeError:
+        return _reader_left()
     except Exception as exc:  # noqa: BLE001 - the CLI reports any failure with exit code 1
         message = expected_failure(exc)
         if debug or message is None:
@@ -293,6 +298,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             hint = "" if debug else f" (add {DEBUG_FLAG} for the traceback)"
             print(f"error: {message}{hint}", file=sys.stderr)
         return 1
+
+
+def _reader_left() -> int:
+    """The reader of standard output closed it (``... | head``): stop quietly.
+
+    Output still buffered goes nowhere (flushing it at exit would raise again); the exit code
+    is a shell's for a process ended by SIGPIPE (128 + 13), as for any command cut off by
+    ``head``. See the Python documentation, "Note on SIGPIPE".
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return SIGPIPE_EXIT
 
 
 if __name__ == "__main__":  # pragma: no cover

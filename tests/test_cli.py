@@ -213,3 +213,18 @@ def test_explore_without_its_extra_fails_before_running(experiments, tmp_path, m
     assert code == 1 and "needs Solara" in err and "Traceback" not in err
     assert not out.exists() and not (tmp_path / "out.partial").exists()
     assert run_cli(["explore", str(tmp_path / "nowhere")]) == 1  # checked first, same message
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly(repo_root) -> None:
+    """``governed-broker ... | head -1``: no BrokenPipeError, no "unexpected failure"."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "governed_broker.cli", "validate",
+         str(repo_root / "experiments" / "demo.yaml"), "--budget"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=repo_root)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # the reader leaves, as `head -1` does
+    err = proc.stderr.read().decode()
+    assert first.startswith(b"battery:")
+    assert proc.wait(timeout=60) == 141
+    assert "Error" not in err and "unexpected" not in err, err
