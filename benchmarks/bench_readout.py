@@ -42,10 +42,10 @@ class Timed:
         self.greedy_s: list[float] = []
         self.pass_s: list[float] = []
 
-    def greedy(self, request):
+    def path(self, request):
         start = time.perf_counter()
         try:
-            return self.inner.greedy(request)
+            return self.inner.path(request)
         finally:
             self.greedy_s.append(time.perf_counter() - start)
 

@@ -4,14 +4,14 @@
 
 * ``embedded`` (llama.cpp in-process): the prompt is rendered by the model's own chat template
   and tokenised by the loaded server (its ``/apply-template`` and ``/tokenize`` routes), so it
-  is exactly the prompt a run sends; the greedy path is generated with the prompt evaluated
-  whole (``cache_prompt: false``), and each position after it is read from the server's
-  ``/completion`` with token ids (``n_probs``: the raw log-probabilities of the whole
-  vocabulary's top tokens, before grammar and temperature), reusing that evaluation. The
-  positions read thus depend only on the request, the model and ``llm.threads``, never on
-  the call before.
+  is exactly the prompt a run sends; a path (greedy, or drawn with the request's sampling) is
+  generated with the prompt evaluated whole (``cache_prompt: false``), and each position after
+  it is read from the server's ``/completion`` with token ids (``n_probs``: the raw
+  log-probabilities of the whole vocabulary's top tokens, before grammar and temperature),
+  reusing that evaluation. The positions read thus depend only on the request (its seed), the
+  model and ``llm.threads``, never on the call before.
 * ``openai`` (an OpenAI-compatible server that returns ``logprobs``: llama.cpp's
-  ``llama-server``, vLLM): the greedy path is a chat completion with ``logprobs``; a position
+  ``llama-server``, vLLM): a path is a chat completion with ``logprobs``; a position
   after it is a one-token chat completion that continues the path's text as the assistant's
   message (``continue_final_message``, vLLM's name; llama-server continues a final assistant
   message by itself) with ``top_logprobs`` (at most 20, the API's limit). The server
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from governed_broker.llm.base import LLMBackend, LLMError, LLMRequest
-from governed_broker.llm.readout import Candidate, GreedyReply, ReadoutError, Token, TokenSource
+from governed_broker.llm.readout import Candidate, ReadoutError, ReplyPath, Token, TokenSource
 from governed_broker.llm.reliability import openai_response_format
 from governed_broker.llm.wrappers import BackendWrapper
 
@@ -124,18 +124,23 @@ class LlamaCppSource:
             raise LLMError(f"{self.name} returned an error: {detail}")
         return result
 
-    def greedy(self, request: LLMRequest) -> GreedyReply:
-        """The greedy reply, its prompt evaluated whole (``cache_prompt`` off)."""
+    def path(self, request: LLMRequest) -> ReplyPath:
+        """The reply drawn as a run draws it, its prompt evaluated whole (``cache_prompt`` off).
+
+        The request's temperature, truncation and seed, as the embedded backend sends them.
+        """
         ids = self.prompt_ids(request)
         result = self._complete({
-            "prompt": ids, "n_predict": request.max_tokens, "temperature": 0.0, "seed": 0,
+            "prompt": ids, "n_predict": request.max_tokens, "temperature": request.temperature,
+            # as the embedded backend: 32-bit seeds, 0xFFFFFFFF meaning "random"
+            "seed": request.seed % (2**32 - 1), **request.sampling_options(),
             "json_schema": request.json_schema, "cache_prompt": False,
             # the chosen token's id with each step (after sampling: no sort of the vocabulary)
             "n_probs": 1, "post_sampling_probs": True})
         steps = _logprob_steps(result, self.name)
-        return GreedyReply(result["choices"][0]["text"], tuple(_token(s) for s in steps), ids)
+        return ReplyPath(result["choices"][0]["text"], tuple(_token(s) for s in steps), ids)
 
-    def top_tokens(self, reply: GreedyReply, prefix: Sequence[Token], k: int
+    def top_tokens(self, reply: ReplyPath, prefix: Sequence[Token], k: int
                    ) -> list[Candidate]:
         """The top ``k`` tokens after the prompt's ids and ``prefix`` (``n_probs``)."""
         result = self._complete({
@@ -171,18 +176,20 @@ class ChatLogprobsSource:
             raise LLMError(f"{self.name}: HTTP {reply.status_code}: {reply.text[:300]}")
         return reply.json()
 
-    def greedy(self, request: LLMRequest) -> GreedyReply:
-        """The greedy reply through chat completions, with its tokens' bytes."""
+    def path(self, request: LLMRequest) -> ReplyPath:
+        """The reply through chat completions (the request's sampling), with its tokens' bytes."""
         messages = [dict(m) for m in request.messages]
-        data = self._post({"messages": messages, "temperature": 0.0, "seed": 0,
+        data = self._post({"messages": messages, "temperature": request.temperature,
+                           # as the openai backend sends them
+                           "seed": request.seed % (2**31), **request.sampling_options(),
                            "max_tokens": request.max_tokens, "logprobs": True,
                            "top_logprobs": 1,  # the tokens are what is needed here
                            "response_format": openai_response_format(request.json_schema)})
         steps = _logprob_steps(data, self.name)
         tokens = tuple(_token(s) for s in steps)
-        return GreedyReply(b"".join(t.text for t in tokens).decode("utf-8"), tokens, messages)
+        return ReplyPath(b"".join(t.text for t in tokens).decode("utf-8"), tokens, messages)
 
-    def top_tokens(self, reply: GreedyReply, prefix: Sequence[Token], k: int
+    def top_tokens(self, reply: ReplyPath, prefix: Sequence[Token], k: int
                    ) -> list[Candidate]:
         """The top ``k`` tokens after ``prefix``, read by continuing the reply's text."""
         if k > OPENAI_MAX_TOP:

@@ -7,14 +7,25 @@ schema: the appraisal labels, the decision), from the raw next-token log-probabi
 backend exposes (``llm.logprobs``). What it does, and why:
 
 * **The path.** A reply is written in order, so a field is read after the text that precedes
-  it. The path is the model's *greedy* reply under the reply grammar (temperature 0: the most
-  probable token at each step, among the tokens the grammar allows). A field is read at the
-  path's own tokens up to its value. The threat label comes first, after nothing generated, so
-  its distribution is the model's, full stop; the coping label and the decision are
-  conditional on the greedy text before them (the greedy threat label and reason, ...): they
-  say what the model would choose after its most probable account. Fields after the last one
-  read are not generated (the reply's closing string is constrained to be empty, which
-  changes no allowed token before it).
+  it, at the path's own tokens up to its value. The threat label comes first, after nothing
+  generated, so its distribution is the model's, full stop; the coping label and the decision
+  follow generated text (the threat label and its reason, ...) and are conditional on it. Two
+  readings (``ReadoutSettings.accounts``):
+
+  - *greedy* (``accounts`` 0): along the model's greedy reply under the reply grammar
+    (temperature 0: the most probable allowed token at each step). A later field says what
+    the model would choose after its most probable account, which may be far from what
+    sampled replies choose (each after its own sampled account).
+  - *over sampled accounts* (``accounts`` n > 0): along n replies drawn with the request's
+    own sampler (temperature, truncation) and n seeds; each field's distribution is the mean
+    of its n conditional distributions. That is the marginal a sampled reply's field is drawn
+    from, estimated: exact for a field after fixed text (every account gives the same text
+    before it, so it is read once), a Monte Carlo mean for a later field, with less variance
+    than counting n sampled values (each account contributes a whole distribution, not one
+    draw). Each account's distribution is kept, so a card can bound the Monte Carlo error.
+
+  Fields after the last one read are not generated (the reply's closing string is
+  constrained to be empty, which changes no allowed token before it).
 * **Under the grammar.** At each position the grammar allows only tokens that continue one of
   the allowed values; the raw probabilities (which put 10-20 % on forbidden tokens such as
   ``|`` or ``None``) are renormalised over the allowed tokens, as the constrained sampler does.
@@ -29,9 +40,9 @@ backend exposes (``llm.logprobs``). What it does, and why:
   in the model's wish to write ``VL|M`` and misstate P(VL)). The quote is read only where it
   is a real choice (a value that is a prefix of another).
 
-A source reads the path with its prompt evaluated whole and the positions after it from that
-same evaluation, so a readout depends only on the request, the model and the source's
-settings, never on the call before it (``llm.logprobs``).
+A source writes a path with its prompt evaluated whole and reads the positions after it from
+that same evaluation, so a readout depends only on the request (its seeds), the model and the
+source's settings, never on the call before it (``llm.logprobs``).
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ from json.decoder import scanstring
 from typing import Any, Protocol
 
 from governed_broker.llm.base import LLMError, LLMRequest
+from governed_broker.seeding import child_seed
 
 #: Characters llama.cpp's JSON grammar allows between tokens of structure (its ``space`` rule).
 GRAMMAR_SPACE = b" \t\n"
@@ -86,8 +98,8 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class GreedyReply:
-    """The path: a model's greedy reply under the grammar, token by token.
+class ReplyPath:
+    """The path: a model's reply under the grammar (greedy or sampled), token by token.
 
     Attributes:
         text: The reply.
@@ -106,14 +118,15 @@ class TokenSource(Protocol):
     #: The model and the way it is read, for messages and provenance.
     name: str
 
-    def greedy(self, request: LLMRequest) -> GreedyReply:
-        """The greedy reply (temperature 0) to ``request`` under its ``json_schema``.
+    def path(self, request: LLMRequest) -> ReplyPath:
+        """The reply to ``request`` under its ``json_schema``, drawn with its sampling settings.
 
-        The prompt is evaluated whole (no reuse of an earlier call's evaluation).
+        Its temperature (0: the greedy reply), truncation (top-k, top-p, min-p) and seed; the
+        prompt is evaluated whole (no reuse of an earlier call's evaluation).
         """
         ...
 
-    def top_tokens(self, reply: GreedyReply, prefix: Sequence[Token], k: int
+    def top_tokens(self, reply: ReplyPath, prefix: Sequence[Token], k: int
                    ) -> list[Candidate]:
         """The ``k`` most probable next tokens, with raw log-probabilities.
 
@@ -130,10 +143,20 @@ class ReadoutSettings:
     Attributes:
         top_k: Tokens read at each position (the mass beyond them is reported as unseen).
         max_passes: Most positions read for one field (a guard against a runaway walk).
+        accounts: 0: read along the greedy reply; n > 0: along n replies drawn with the
+            request's sampler, each field the mean of its n conditional distributions (see
+            the module docstring).
     """
 
     top_k: int = 20
     max_passes: int = 200
+    accounts: int = 0
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1 or self.max_passes < 1 or self.accounts < 0:
+            raise ValueError(f"readout settings out of range: top_k {self.top_k} and "
+                             f"max_passes {self.max_passes} must be >= 1, accounts "
+                             f"{self.accounts} >= 0")
 
 
 @dataclass(frozen=True)
@@ -216,6 +239,18 @@ class Node:
                 lost += math.exp(b.logprob) / total * below
         return lost
 
+    def unread_share(self) -> float:
+        """The probability of the field's value (under the grammar) that was not read here.
+
+        The grammar-allowed tokens beyond the top ``k`` have at most the raw ``unseen_mass``;
+        as a share of the allowed mass that is at most ``unseen / (allowed read + unseen)``.
+        Token paths that reached no value (``unresolved_share``) add theirs.
+        """
+        allowed, unseen = self.allowed_mass, self.unseen_mass
+        beyond = unseen / (allowed + unseen) if allowed + unseen > 0 else 0.0
+        unresolved = self.unresolved_share()
+        return min(1.0, unresolved + (1.0 - unresolved) * beyond)
+
     def to_json(self) -> dict[str, Any]:
         """The node and everything below it, as JSON."""
         return {"prefix": self.prefix, "unseen_mass": self.unseen_mass,
@@ -227,16 +262,35 @@ class Node:
 
 
 @dataclass(frozen=True)
+class AccountReading:
+    """A field read along one sampled account (``ReadoutSettings.accounts``).
+
+    Attributes:
+        seed: The seed the account was drawn with.
+        value: The value the account itself wrote.
+        probabilities: The field's distribution after the account's text (schema order).
+        unread: Its probability not read (``Node.unread_share``).
+    """
+
+    seed: int
+    value: str
+    probabilities: tuple[float, ...]
+    unread: float
+
+
+@dataclass(frozen=True)
 class FieldDistribution:
     """The distribution of one field of the reply.
 
     Attributes:
         field: The field's path in the reply, e.g. ``threat_appraisal.label``.
         values: The allowed values, in the schema's order.
-        probabilities: The probability of each value, same order (sums to 1).
-        path_value: The value the greedy path wrote.
-        root: The positions read, from the field's first token down.
+        probabilities: The probability of each value, same order (sums to 1): over sampled
+            accounts, the mean of theirs.
+        path_value: The value the (first) path wrote.
+        root: The positions read, from the field's first token down (along the first path).
         passes: Positions read (one model evaluation of one token each).
+        accounts: Over sampled accounts, the field read along each (empty: the greedy path).
     """
 
     field: str
@@ -245,6 +299,7 @@ class FieldDistribution:
     path_value: str
     root: Node
     passes: int
+    accounts: tuple[AccountReading, ...] = ()
 
     def distribution(self) -> dict[str, float]:
         """Value -> probability, in the schema's order."""
@@ -261,6 +316,13 @@ class FieldDistribution:
         return self.root.unseen_mass
 
     @property
+    def unread(self) -> float:
+        """The probability of the value not read: the mean of the accounts' or the root's."""
+        if self.accounts:
+            return sum(a.unread for a in self.accounts) / len(self.accounts)
+        return self.root.unread_share()
+
+    @property
     def unresolved_mass(self) -> float:
         """Probability (under the grammar) of the token paths that reached no allowed value.
 
@@ -271,10 +333,14 @@ class FieldDistribution:
 
     def to_json(self) -> dict[str, Any]:
         """The field's distribution and the masses left out, as JSON."""
+        accounts = [{"seed": a.seed, "value": a.value, "unread": a.unread,
+                     "distribution": dict(zip(self.values, a.probabilities, strict=True))}
+                    for a in self.accounts]
         return {"field": self.field, "distribution": self.distribution(),
-                "path_value": self.path_value, "forbidden_mass": self.forbidden_mass,
-                "unseen_mass": self.unseen_mass, "unresolved_mass": self.unresolved_mass,
-                "passes": self.passes,
+                "path_value": self.path_value, "unread": self.unread,
+                "forbidden_mass": self.forbidden_mass, "unseen_mass": self.unseen_mass,
+                "unresolved_mass": self.unresolved_mass, "passes": self.passes,
+                **({"accounts": accounts} if accounts else {}),
                 "tree": self.root.to_json()}
 
 
@@ -284,9 +350,9 @@ class ReplyDistributions:
 
     Attributes:
         fields: One readout per field, in reply order.
-        path: The greedy reply the fields were read along.
+        path: The reply the fields were read along (the first, over sampled accounts).
         source: The model and how it was read.
-        passes: Positions read in all (the greedy reply apart).
+        passes: Positions read in all (the paths apart).
         seconds: Wall-clock time of the readout.
     """
 
@@ -413,7 +479,7 @@ class _Walk:
     """Reading one field: its targets and the passes made."""
 
     source: TokenSource
-    reply: GreedyReply
+    reply: ReplyPath
     field: str
     targets: dict[str, bytes]  # value -> the bytes from the read position to its closing quote
     follower: bytes  # what the grammar writes after the closing quote (b"," or b"}")
@@ -462,18 +528,25 @@ class _Walk:
         return Node(shown, tuple(branches), tuple(forbidden), max(0.0, 1.0 - seen))
 
 
-def _check_on_path(source: TokenSource, field_name: str, root: Node, written: Token) -> None:
-    """The greedy reply wrote the most probable allowed token at the field's first position.
+def _check_on_path(source: TokenSource, field_name: str, root: Node, written: Token,
+                   greedy: bool) -> None:
+    """The path's own token at the field's first position is one the readout read there.
 
-    a source that reads that position after other text (a server that starts a new turn instead of
-    continuing the reply) would not agree, and its numbers would be wrong.
+    A greedy path wrote the most probable allowed token; a sampled path wrote an allowed token
+    among those read (or the readout left some allowed mass unread). A source that reads that
+    position after other text (a server that starts a new turn instead of continuing the
+    reply) would not agree, and its numbers would be wrong.
     """
     best = max(root.branches, key=lambda b: b.logprob)
     mine = next((b for b in root.branches if b.token.text == written.text), None)
-    if mine is None or mine.logprob < best.logprob - PATH_TOLERANCE:
+    if greedy:
+        wrong = mine is None or mine.logprob < best.logprob - PATH_TOLERANCE
+    else:
+        wrong = mine is None and root.unseen_mass <= 0.0
+    if wrong:
         raise ReadoutError(
             f"{source.name}: field {field_name}: the position read does not continue the "
-            f"greedy reply (the reply wrote {written.shown()!r}, the position's most probable "
+            f"reply (the reply wrote {written.shown()!r}, the position's most probable "
             f"allowed token is {best.token.shown()!r}): the source does not read after the "
             "reply's own text")
 
@@ -483,66 +556,127 @@ def _json_body(value: str) -> bytes:
     return json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")
 
 
-def _read_field(source: TokenSource, reply: GreedyReply, spans: Mapping[str, _Span],
-                field_name: str, values: Sequence[str],
-                settings: ReadoutSettings) -> FieldDistribution:
-    """The distribution of one field, read along ``reply`` (see the module's docstring)."""
+@dataclass(frozen=True)
+class _Position:
+    """Where a path reads a field: the token writing the value's first byte, and around it."""
+
+    index: int  # that token's index in the path
+    lead: bytes  # the bytes of that token before the value (e.g. the opening quote)
+    follower: bytes  # what the grammar writes after the value's closing quote
+    value: str  # the value the path wrote
+
+    def key(self, reply: ReplyPath) -> tuple[Any, ...]:
+        """The text the field is read after: equal keys, equal distributions."""
+        return (tuple((t.id, t.text) for t in reply.tokens[:self.index]), self.lead)
+
+
+def _position(source: TokenSource, reply: ReplyPath, spans: Mapping[str, _Span],
+              field_name: str) -> _Position:
     if field_name not in spans:
         raise ReadoutError(
-            f"{source.name}: the greedy reply stops before field {field_name} (is "
+            f"{source.name}: the reply stops before field {field_name} (is "
             f"llm.max_tokens large enough?): {reply.text[-200:]!r}")
     span = spans[field_name]
     encoded = reply.text.encode("utf-8")
     start = len(reply.text[:span.start].encode("utf-8"))
     after = encoded[len(reply.text[:span.end].encode("utf-8")):].lstrip(GRAMMAR_SPACE)[:1]
-    # the position read: the token that writes the value's first byte (it may start before)
     offset, index = 0, 0
     while offset + len(reply.tokens[index].text) <= start:
         offset += len(reply.tokens[index].text)
         index += 1
-    lead = encoded[offset:start]
+    return _Position(index, encoded[offset:start], after or b"}", span.value)
+
+
+def _read_at(source: TokenSource, reply: ReplyPath, at: _Position, field_name: str,
+             values: Sequence[str], settings: ReadoutSettings) -> tuple[Node, int]:
+    """The tree of a field read at ``at`` along ``reply``, and the passes it took."""
     walk = _Walk(source, reply, field_name,
-                 {v: lead + _json_body(v) + b'"' for v in values}, after or b"}", settings)
-    root = walk.node(reply.tokens[:index], b"")
+                 {v: at.lead + _json_body(v) + b'"' for v in values}, at.follower, settings)
+    root = walk.node(reply.tokens[:at.index], b"")
     if not root.resolved:
         raise ReadoutError(
             f"{source.name}: field {field_name}: no token path among the "
             f"{settings.top_k} most probable tokens at each position leads to an allowed "
             "value; read more tokens (a larger top_k)")
-    _check_on_path(source, field_name, root, reply.tokens[index])
-    dist = root.distribution()
-    return FieldDistribution(field_name, tuple(values), tuple(dist.get(v, 0.0) for v in values),
-                             span.value, root, walk.passes)
+    return root, walk.passes
 
 
-def read_distributions(source: TokenSource, request: LLMRequest,
-                       settings: ReadoutSettings | None = None) -> ReplyDistributions:
-    """The distribution of every enumerated field of the reply to ``request``.
-
-    Args:
-        source: The model's token probabilities (``llm.logprobs.token_source``).
-        request: The request a run would send (its messages and reply schema); its sampling
-            settings are not used: the path is greedy and the distributions are the model's.
-        settings: Top-k and guard.
-
-    Raises:
-        ReadoutError: No schema, no enumerated field, a greedy reply cut before a field, no
-            allowed token among those read.
-    """
-    settings = settings or ReadoutSettings()
+def _path_requests(request: LLMRequest, settings: ReadoutSettings,
+                   seeds: Sequence[int] | None) -> list[LLMRequest]:
+    """The requests of the paths read: the greedy one, or one per sampled account."""
     if request.json_schema is None:
         raise ReadoutError("a readout needs the request's reply schema (json_schema)")
     fields = list(enum_fields(request.json_schema))
     if not fields:
         raise ReadoutError("the reply schema has no field with an enum of allowed values")
+    base = replace(request, json_schema=path_schema(request.json_schema, fields[-1][0]))
+    if settings.accounts == 0:
+        return [replace(base, temperature=0.0, top_p=None, top_k=None, min_p=None)]
+    if seeds is None:
+        seeds = [child_seed(request.seed, "account", k) for k in range(settings.accounts)]
+    if len(seeds) != settings.accounts:
+        raise ValueError(f"{len(seeds)} seeds for {settings.accounts} accounts")
+    if not request.temperature:
+        raise ReadoutError("sampled accounts need the request's sampling temperature (> 0); "
+                           "with temperature 0 read the greedy path (accounts 0)")
+    return [replace(base, seed=seed) for seed in seeds]
+
+
+def read_distributions(source: TokenSource, request: LLMRequest,
+                       settings: ReadoutSettings | None = None,
+                       seeds: Sequence[int] | None = None) -> ReplyDistributions:
+    """The distribution of every enumerated field of the reply to ``request``.
+
+    Args:
+        source: The model's token probabilities (``llm.logprobs.token_source``).
+        request: The request a run would send (its messages and reply schema). Its sampling
+            settings draw the sampled accounts; the greedy path does not use them.
+        settings: Top-k, guard, and the number of sampled accounts (0: the greedy path).
+        seeds: With accounts: each account's seed (default: derived from the request's).
+
+    Raises:
+        ReadoutError: No schema, no enumerated field, a reply cut before a field, no allowed
+            token among those read, a source that does not read after the path's text.
+    """
+    settings = settings or ReadoutSettings()
+    requests = _path_requests(request, settings, seeds)
+    fields = list(enum_fields(request.json_schema or {}))
     start = time.perf_counter()
-    path_request = replace(request, json_schema=path_schema(request.json_schema, fields[-1][0]),
-                           temperature=0.0, top_p=None, top_k=None, min_p=None)
-    reply = source.greedy(path_request)
-    if b"".join(t.text for t in reply.tokens) != reply.text.encode("utf-8"):
-        raise ReadoutError(f"{source.name}: the greedy reply's tokens do not spell its text")
-    spans = string_spans(reply.text)
-    read = tuple(_read_field(source, reply, spans, name, values, settings)
-                 for name, values in fields)
-    return ReplyDistributions(read, reply.text, source.name, sum(f.passes for f in read),
+    read: dict[tuple[Any, ...], Node] = {}  # a field's tree by the text it is read after
+    passes = {name: 0 for name, _ in fields}
+    along: dict[str, list[tuple[int, str, Node]]] = {name: [] for name, _ in fields}
+    first: ReplyPath | None = None
+    for path_request in requests:
+        reply = source.path(path_request)
+        if b"".join(t.text for t in reply.tokens) != reply.text.encode("utf-8"):
+            raise ReadoutError(f"{source.name}: the reply's tokens do not spell its text")
+        first = first or reply
+        spans = string_spans(reply.text)
+        for name, values in fields:
+            at = _position(source, reply, spans, name)
+            key = (name, at.key(reply))
+            if key not in read:
+                read[key], n = _read_at(source, reply, at, name, values, settings)
+                passes[name] += n
+            _check_on_path(source, name, read[key], reply.tokens[at.index],
+                           greedy=path_request.temperature == 0.0)
+            along[name].append((path_request.seed, at.value, read[key]))
+    assert first is not None  # at least one path
+    out = tuple(_field(name, values, along[name], passes[name], settings.accounts > 0)
+                for name, values in fields)
+    return ReplyDistributions(out, first.text, source.name, sum(passes.values()),
                               time.perf_counter() - start)
+
+
+def _field(name: str, values: Sequence[str], along: Sequence[tuple[int, str, Node]],
+           passes: int, sampled: bool) -> FieldDistribution:
+    """A field's distribution: along the one greedy path, or the mean over the accounts."""
+    readings = tuple(
+        AccountReading(seed, value, tuple(root.distribution().get(v, 0.0) for v in values),
+                       root.unread_share())
+        for seed, value, root in along)
+    mean = tuple(sum(r.probabilities[i] for r in readings) / len(readings)
+                 for i in range(len(values)))
+    _, value, root = along[0]
+    return FieldDistribution(name, tuple(values), mean, value, root, passes,
+                             readings if sampled else ())

@@ -421,9 +421,13 @@ class ReferenceSource:
         return {"threat_appraisal.label": threat, "coping_appraisal.label": coping,
                 "decision": action}
 
-    def greedy(self, request: LLMRequest) -> Any:
-        """The reply of each field's most probable value, written character by character."""
-        from governed_broker.llm.readout import GreedyReply, Token
+    def path(self, request: LLMRequest) -> Any:
+        """The reply of each field's most probable value, written character by character.
+
+        Greedy or sampled alike: the fields are independent, so the text before a field does
+        not change its distribution.
+        """
+        from governed_broker.llm.readout import ReplyPath, Token
 
         laws = self.laws(request)
         best = {f: _greedy_value(law) for f, law in laws.items()}
@@ -432,7 +436,7 @@ class ReferenceSource:
                            "coping_appraisal": {"label": best["coping_appraisal.label"],
                                                 "reason": "r"},
                            "decision": best["decision"], "reason": ""})
-        return GreedyReply(text, tuple(Token(c.encode()) for c in text), laws)
+        return ReplyPath(text, tuple(Token(c.encode()) for c in text), laws)
 
     def top_tokens(self, reply: Any, prefix: Sequence[Any], k: int) -> list[Any]:
         """The next characters' log-probabilities within the field being written."""

@@ -19,6 +19,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from governed_broker.validity.readout_cli import (
+    DEFAULT_ACCOUNTS,
+    accounts_option,
+    add_accounts_option,
+)
+
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``validate`` to ``subparsers``."""
@@ -50,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument("--primary-only", action="store_true",
                         help="with --readout distribution: read only the primary tests' "
                         "vignettes")
+    add_accounts_option(parser)
     parser.add_argument("--distributions", type=Path, default=None, metavar="FILE",
                         help="with --readout distribution: judge a readout saved by "
                         "`governed-broker readout --json` for this configuration")
@@ -79,8 +86,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                           "battery is calibrated on)")
     if args.readout == "distribution":
         return _distribution_card(experiment, source, args)
-    if args.primary_only or args.distributions is not None:
-        raise ConfigError("--primary-only and --distributions need --readout distribution")
+    if args.primary_only or args.distributions is not None or args.accounts is not None:
+        raise ConfigError("--primary-only, --accounts and --distributions need --readout "
+                          "distribution")
     if args.reference is not None:
         names = _reference_names(args.reference)
         if args.seeds > 1 or len(names) > 1 or args.calibration is not None:
@@ -103,7 +111,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.budget:
         prepared = prepare(experiment, args.quick)
         print("\n".join(budget_lines(prepared.plan, prepared.budget)))
-        print(readout_budget_line(prepared.plan))
+        print(readout_budget_line(prepared.plan, DEFAULT_ACCOUNTS))
         return 0
 
     def announce(prepared: Any) -> None:
@@ -119,20 +127,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if result.card["passed"] else 1
 
 
-def readout_budget_line(plan: Any) -> str:
+def readout_budget_line(plan: Any, accounts: int) -> str:
     """What ``--readout distribution`` would read instead of the sampled decisions."""
     from governed_broker.validity.readout import READ_ARMS, primary_vignettes
 
     read = [v for v in plan.vignettes.values() if v.arm in READ_ARMS]
-    return (f"readout budget (--readout distribution): {len(read)} vignettes read once each "
-            f"({len(primary_vignettes(plan))} with --primary-only), one greedy reply and a few "
-            f"one-token passes per vignette, instead of {plan.decisions()} sampled decisions")
+    paths = (f"{accounts} sampled replies (up to the action)" if accounts
+             else "one greedy reply")
+    return (f"readout budget (--readout distribution, --accounts {accounts}): {len(read)} "
+            f"vignettes ({len(primary_vignettes(plan))} with --primary-only), {paths} and a "
+            f"few one-token passes each: {len(read) * max(accounts, 1)} replies instead of "
+            f"{plan.decisions()} sampled decisions")
 
 
 def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.Namespace
                        ) -> int:
     """``--readout distribution``: the card judged from the model's distributions."""
     from governed_broker.config.base import ConfigError
+    from governed_broker.llm.readout import ReadoutSettings
     from governed_broker.validity.budget import budget_lines
     from governed_broker.validity.readout_card import validate_distribution
     from governed_broker.validity.validate import prepare
@@ -151,13 +163,15 @@ def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.N
         if args.out is None:
             args.out = Path("outputs") / (f"{experiment.config.name}-validity-readout-"
                                           f"reference-{names[0].replace(':', '-')}")
+    settings = ReadoutSettings(accounts=accounts_option(args))
     prepared = prepare(experiment)
     print("\n".join(budget_lines(prepared.plan, prepared.budget)))
-    print(readout_budget_line(prepared.plan), flush=True)
+    print(readout_budget_line(prepared.plan, settings.accounts), flush=True)
     if args.budget:
         return 0
     source["readout"] = "distribution"
-    result = validate_distribution(experiment, args.out, primary_only=args.primary_only,
+    result = validate_distribution(experiment, args.out, settings=settings,
+                                   primary_only=args.primary_only,
                                    saved=args.distributions, overwrite=args.overwrite,
                                    progress=not args.no_progress, source=source,
                                    store=args.reference is None)
@@ -237,10 +251,15 @@ def format_card(card: dict[str, Any]) -> str:
     ]
     readout = card.get("readout") or {"kind": "sampled"}
     if readout["kind"] == "distribution":
+        accounts = readout.get("accounts") or 0
         lines[lines.index("") + 1] = (
-            "P: primary test (the card passes when every one passes). Judged from exact "
-            "distributions: no sampling, no p-value; the interval is how far the probability "
-            "the readout did not read can move the value.")
+            "P: primary test (the card passes when every one passes). Judged from the "
+            "distributions, no p-value; the interval is how far the probability the readout "
+            "did not read can move the value" + (
+                f", widened by the Monte Carlo error of the {accounts} sampled accounts the "
+                "coping label and the action were read over (bootstrap, one-sided 95 %, "
+                "primary tests Bonferroni)." if accounts else
+                "; the coping label and the action are read after the greedy account."))
         lines[-1] = (f"model {model['backend']}/{name}, profile {cfg['profile']}; judged from "
                      f"the distributions of {card['battery'].get('vignettes')} vignettes "
                      f"(read in {card['timing'].get('wall_s')} s), no sampled replies")

@@ -12,32 +12,44 @@ from them (docs/validity.md "Cards from distributions"):
   over that plus the mean within-vignette variance, and Krippendorff's alpha as one minus the
   mean within-vignette disagreement over the pooled one. None is a rank correlation of
   expected values (any strictly monotone change, however small, would give 1).
-* **No sampling error.** A distribution is what every replicate would be drawn from, so the
-  statistic is known exactly, up to the probability the readout did not read (tokens beyond the
-  top ``k`` at a field's first position, and token paths that reached no allowed value):
-  ``unread`` per distribution. The bounds are the statistic plus and minus how far that mass
-  can move it, to first order: for each distribution, the largest change when all of its unread
-  mass is put on one value, summed over the distributions (exact for a share, an upper bound
-  for the total variation).
+* **No sampling error in an exact field.** A distribution read after fixed text (the threat
+  label) is what every replicate would be drawn from, so the statistic is known exactly, up to
+  the probability the readout did not read (tokens beyond the top ``k`` at a field's first
+  position, and token paths that reached no allowed value): ``unread`` per distribution. That
+  mass moves the statistic by at most, to first order, the sum over the distributions of the
+  largest change when all of a distribution's unread mass is put on one value (exact for a
+  share, an upper bound for the total variation).
+* **Monte Carlo error of a field read over sampled accounts.** A later field (coping, the
+  action) read over n sampled accounts (``ReadoutSettings.accounts``) is the mean of n
+  conditional distributions, an estimate. Its one-sided bounds come from a percentile bootstrap
+  over the accounts (the battery's ``resamples``; account k of every vignette was drawn with
+  the same seed, so the accounts are resampled together, as the sampled card's replicates),
+  at ``alpha`` for a secondary test and ``alpha`` over the number of primary tests for a
+  primary one (Bonferroni: the primary tests together err at most ``alpha``), and are then
+  widened by the unread mass's bound. A field read along the greedy path has no such error
+  (and answers another question: the choice after the most probable account).
 * **Three outcomes on the same thresholds.** A test passes when its bound clears the threshold
   of ``tests.yaml`` (the smallest effect of interest, margin, tolerance or largest share), fails
-  when the opposite bound does not, and is inconclusive when the unread mass straddles it. No
-  p-values: there is nothing to correct across the primary tests.
+  when the opposite bound does not, and is inconclusive when the bounds straddle it. No
+  p-values.
 * **Not from distributions.** Laundering (the reply to a re-ask) and reason coherence (the
   reason's text) are about generated text, not about a choice among fixed values: they are
   ``not_measurable`` here and need the sampled card.
 
-The coping label and the action are read after the greedy threat label and reason
-(``llm.readout``), so tests on them judge the model's choice after its most probable account;
-the sampled card's replies mix over every account the sampler draws.
+Read along the greedy path, the coping label and the action follow the greedy threat label and
+reason (``llm.readout``), so tests on them judge the model's choice after its most probable
+account; read over sampled accounts they judge the choice a sampled reply makes, as the sampled
+card does.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from governed_broker.config.agent_types import AgentTypesConfig
 from governed_broker.validity.battery import (
@@ -65,29 +77,17 @@ class VignetteLaw:
     Attributes:
         key: The vignette's key in the plan.
         distributions: ``threat``, ``coping``, ``action`` -> value -> probability (sums to 1).
-        unread: The same keys -> probability the readout did not read (``unread_share``).
+        unread: The same keys -> probability the readout did not read (``Node.unread_share``).
         allowed: The actions offered, in the order shown.
+        accounts: The same keys -> the distribution after each sampled account, for a field
+            whose accounts differ (absent: exact, read once).
     """
 
     key: str
     distributions: dict[str, dict[str, float]]
     unread: dict[str, float]
     allowed: tuple[str, ...]
-
-
-def unread_share(field: Mapping[str, Any]) -> float:
-    """Probability of a field's value that the readout did not read (``FieldDistribution``).
-
-    The grammar-allowed tokens beyond the top ``k`` at the field's first position have at most
-    the raw ``unseen_mass``; as a share of the allowed mass that is at most
-    ``unseen / (allowed read + unseen)``. Paths that reached no value (``unresolved_mass``) add
-    theirs.
-    """
-    allowed = sum(math.exp(b["logprob"]) for b in field["tree"]["branches"])
-    unseen = float(field["unseen_mass"])
-    beyond = unseen / (allowed + unseen) if allowed + unseen > 0 else 0.0
-    unresolved = float(field["unresolved_mass"])
-    return min(1.0, unresolved + (1.0 - unresolved) * beyond)
+    accounts: dict[str, list[dict[str, float]]] = field(default_factory=dict)
 
 
 def laws_from_readout(vignettes: Sequence[Mapping[str, Any]]) -> dict[str, VignetteLaw]:
@@ -95,10 +95,13 @@ def laws_from_readout(vignettes: Sequence[Mapping[str, Any]]) -> dict[str, Vigne
     out = {}
     for v in vignettes:
         fields = {f["field"]: f for f in v["reply"]["fields"]}
+        accounts = {m: [dict(a["distribution"]) for a in fields[name].get("accounts", [])]
+                    for m, name in FIELD_OF.items()}
         out[v["vignette"]] = VignetteLaw(
             v["vignette"], {m: dict(v[m]) for m in FIELD_OF},
-            {m: unread_share(fields[name]) for m, name in FIELD_OF.items()},
-            tuple(v["allowed_actions"]))
+            {m: float(fields[name]["unread"]) for m, name in FIELD_OF.items()},
+            tuple(v["allowed_actions"]),
+            {m: a for m, a in accounts.items() if any(d != a[0] for d in a)})
     return out
 
 
@@ -204,7 +207,64 @@ def unread_bound(statistic: Callable[[list[dict[Any, float]]], float | None],
     return total
 
 
+def account_interval(statistic: Callable[[list[dict[Any, float]]], float | None],
+                     accounts: Sequence[Sequence[Dist]], alpha: float, resamples: int
+                     ) -> tuple[float, float] | None:
+    """One-sided ``1 - alpha`` bounds of ``statistic`` over the sampled accounts' Monte Carlo error.
+
+    Args:
+        statistic: Of one distribution per vignette.
+        accounts: Per vignette, the distribution after each of its accounts (one: exact).
+        alpha: Each bound's error.
+        resamples: Bootstrap resamples.
+
+    Returns:
+        The ``alpha`` and ``1 - alpha`` percentiles of the statistic over resamples of the
+        accounts (account k of every vignette drawn together: they share a seed), or None when
+        no vignette has accounts that differ (nothing to resample).
+    """
+    sizes = {len(a) for a in accounts if len(a) > 1}
+    if not sizes:
+        return None
+    if len(sizes) > 1:
+        raise ValueError(f"vignettes read over different numbers of accounts: {sorted(sizes)}")
+    n = sizes.pop()
+    values = [sorted({v for d in a for v in d}, key=str) for a in accounts]
+    arrays = [np.array([[d.get(v, 0.0) for v in vs] for d in a]) for a, vs in
+              zip(accounts, values, strict=True)]
+    rng = np.random.default_rng(0)  # a fixed stream: the same readout, the same card
+    draws = []
+    for _ in range(resamples):
+        pick = rng.integers(0, n, n)
+        dists = [dict(zip(vs, (a[pick] if len(a) > 1 else a).mean(axis=0), strict=True))
+                 for a, vs in zip(arrays, values, strict=True)]
+        value = statistic(dists)
+        if value is not None:
+            draws.append(value)
+    if not draws:
+        return None
+    low, high = np.quantile(draws, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
 # ----------------------------------------------------------------------------- the tests
+
+def _field(measure: str) -> str:
+    """The field (``threat``, ``coping``, ``action``) a measure reads."""
+    return measure if measure in ("threat", "coping") else "action"
+
+
+def _as_measure(dist: Mapping[str, float], measure: str, scale: Sequence[str],
+                effects: Mapping[str, str]) -> dict[Any, float]:
+    """A field's distribution as a measure's: label ranks, action ids, or 1/0 for a share."""
+    if measure in ("threat", "coping"):
+        return {float(scale.index(label)): p for label, p in dist.items()}
+    if measure == "decision":
+        return dict(dist)
+    effect = measure.split(":", 1)[1]
+    hit = sum(p for a, p in dist.items() if effects.get(a) == effect)
+    return {1.0: hit, 0.0: 1.0 - hit}
+
 
 class ExactReadout:
     """The laws of a battery's vignettes, and how to read a measure off them.
@@ -221,37 +281,60 @@ class ExactReadout:
         self.scale = list(domain.pmt_labels.labels)
         self.effects = {a: spec.effect for a, spec in domain.actions.items()}
 
+    def monte_carlo(self, test: Any, statistic: Callable[[list[dict[Any, float]]], float | None],
+                    keys: Sequence[str], measure: str) -> dict[str, Any] | None:
+        """The accounts' Monte Carlo bounds of a test's statistic (None: every field exact).
+
+        At ``alpha`` for a secondary test, ``alpha`` over the number of primary tests for a
+        primary one.
+        """
+        tests = self.plan.battery.tests
+        alpha = tests.alpha / len(tests.primaries) if test.primary else tests.alpha
+        accounts = [self.accounts(k, measure) for k in keys]
+        interval = account_interval(statistic, accounts, alpha, tests.resamples)
+        if interval is None:
+            return None
+        return {"accounts": max(len(a) for a in accounts), "alpha": alpha,
+                "resamples": tests.resamples, "lower": interval[0], "upper": interval[1]}
+
     def dist(self, key: str, measure: str) -> dict[Any, float]:
         """A vignette's distribution of a measure: ranks, action ids, or 1/0 for a share."""
-        law = self.laws[key]
-        if measure in ("threat", "coping"):
-            return {float(self.scale.index(label)): p
-                    for label, p in law.distributions[measure].items()}
-        if measure == "decision":
-            return dict(law.distributions["action"])
-        effect = measure.split(":", 1)[1]
-        hit = sum(p for a, p in law.distributions["action"].items()
-                  if self.effects.get(a) == effect)
-        return {1.0: hit, 0.0: 1.0 - hit}
+        return _as_measure(self.laws[key].distributions[_field(measure)], measure, self.scale,
+                           self.effects)
 
     def unread(self, key: str, measure: str) -> float:
         """The unread mass of the field a measure reads."""
-        field = measure if measure in ("threat", "coping") else "action"
-        return self.laws[key].unread[field]
+        return self.laws[key].unread[_field(measure)]
+
+    def accounts(self, key: str, measure: str) -> list[dict[Any, float]]:
+        """A vignette's distribution of a measure after each sampled account (one: exact)."""
+        law = self.laws[key]
+        per_account = law.accounts.get(_field(measure))
+        if not per_account:
+            return [self.dist(key, measure)]
+        return [_as_measure(d, measure, self.scale, self.effects) for d in per_account]
 
     def missing(self, keys: Sequence[str]) -> list[str]:
         """The keys not read."""
         return [k for k in keys if k not in self.laws]
 
 
-def _outcome(statistic: float | None, bound: float, threshold: float,
-             comparison: str) -> tuple[str, float | None, float | None]:
-    """(outcome, lower, upper) of an exact statistic whose unread mass moves it by ``bound``."""
+def _outcome(statistic: float | None, bound: float, threshold: float, comparison: str,
+             monte_carlo: Mapping[str, Any] | None = None
+             ) -> tuple[str, float | None, float | None]:
+    """(outcome, lower, upper) of a statistic.
+
+    Its unread mass moves it by ``bound``; over sampled accounts, the Monte Carlo bounds
+    (``ExactReadout.monte_carlo``) widen it first.
+    """
     if statistic is None:
         return "fail", None, None
     if not math.isfinite(bound):  # the unread mass could make the statistic undefined
         return "inconclusive", None, None
-    lower, upper = statistic - bound, statistic + bound
+    lower, upper = statistic, statistic
+    if monte_carlo is not None:
+        lower, upper = min(lower, monte_carlo["lower"]), max(upper, monte_carlo["upper"])
+    lower, upper = lower - bound, upper + bound
     if comparison == ">":
         outcome = "pass" if lower > threshold else "fail" if upper <= threshold else \
             "inconclusive"
@@ -270,8 +353,14 @@ def _result(test: Any, plan: BatteryPlan, **values: Any) -> TestResult:
 
 
 def _judged(test: Any, plan: BatteryPlan, statistic: float | None, bound: float,
-            threshold: float, comparison: str, **values: Any) -> TestResult:
-    outcome, lower, upper = _outcome(statistic, bound, threshold, comparison)
+            threshold: float, comparison: str, monte_carlo: dict[str, Any] | None = None,
+            **values: Any) -> TestResult:
+    outcome, lower, upper = _outcome(statistic, bound, threshold, comparison, monte_carlo)
+    if monte_carlo is not None:
+        values["detail"] = {**values.get("detail", {}), "monte_carlo": monte_carlo}
+        values["criterion"] = (f"{values['criterion']}, and than the Monte Carlo error of "
+                               f"{monte_carlo['accounts']} sampled accounts can (one-sided "
+                               f"{1 - monte_carlo['alpha']:.1%} bootstrap bounds)")
     return _result(test, plan, outcome=outcome, statistic=statistic, lower=lower, upper=upper,
                    threshold=threshold, comparison=comparison, **values)
 
@@ -294,9 +383,11 @@ def monotone(test: MonotoneTest, read: ExactReadout, prompts: Mapping[str, str])
         return _not_read(test, read.plan, "spearman_rho", missing, side, threshold)
     xs = [lv.x for lv in levels]
     dists = [read.dist(k, test.measure) for k in keys]
-    rho = population_spearman(xs, dists)
-    bound = unread_bound(lambda ds: population_spearman(xs, ds), dists,
-                         [read.unread(k, test.measure) for k in keys])
+    def statistic(ds: list[dict[Any, float]]) -> float:
+        return population_spearman(xs, ds)
+
+    rho = statistic(dists)
+    bound = unread_bound(statistic, dists, [read.unread(k, test.measure) for k in keys])
     detail_levels = [{"label": lv.label, "x": lv.x, "n": None,
                       "mean": sum(y * p for y, p in d.items()),
                       "counts": {str(k): round(p, 6) for k, p in
@@ -311,6 +402,7 @@ def monotone(test: MonotoneTest, read: ExactReadout, prompts: Mapping[str, str])
         note = (f"every level of {test.vary} gives the same prompt: the experiment's prompts "
                 "do not state this fact, so no reply can respond to it")
     result = _judged(test, read.plan, rho, bound, threshold, side,
+                     read.monte_carlo(test, statistic, keys, test.measure),
                      statistic_name="spearman_rho",
                      criterion=f"exact rho {side} {threshold:+.2f}, by more than the unread "
                      "mass can move it", n=len(keys), note=note,
@@ -333,7 +425,12 @@ def share_at_most(test: ShareTest, read: ExactReadout) -> TestResult:
     share = sum(shares) / len(shares)
     bound = sum(unread) / len(unread)  # exact: moving m of level i moves the mean by m / L
     offered = any(read.effects.get(a) == effect for k in keys for a in read.laws[k].allowed)
-    result = _judged(test, read.plan, share, bound, test.max_share, "<", statistic_name="share",
+    def mean_share(ds: list[dict[Any, float]]) -> float:
+        return sum(d[1.0] for d in ds) / len(ds)
+
+    result = _judged(test, read.plan, share, bound, test.max_share, "<",
+                     read.monte_carlo(test, mean_share, keys, test.measure),
+                     statistic_name="share",
                      criterion=f"exact share < {test.max_share:g}, by more than the unread mass "
                      "can move it", n=len(keys),
                      detail={"measure": test.measure,
@@ -354,6 +451,8 @@ def invariance(test: InvarianceTest, read: ExactReadout) -> TestResult:
     base, variant = read.dist(base_key, "decision"), read.dist(variant_key, "decision")
     bound = read.unread(base_key, "decision") + read.unread(variant_key, "decision")
     return _judged(test, read.plan, total_variation(base, variant), bound, test.tolerance, "<",
+                   read.monte_carlo(test, lambda ds: total_variation(ds[0], ds[1]),
+                                    [base_key, variant_key], "decision"),
                    statistic_name="total_variation",
                    criterion=f"exact TV < {test.tolerance:g} (equivalence), by more than the "
                    "unread mass can move it", n=2,
@@ -372,7 +471,8 @@ def retest(test: RetestTest, read: ExactReadout) -> TestResult:
     bound = unread_bound(statistic, dists, [read.unread(k, test.measure) for k in keys])
     note = "" if value is not None else (f"every vignette gives the same {test.measure} with "
                                          "certainty: the replies cannot tell them apart")
-    return _judged(test, read.plan, value, bound, test.smallest_effect, ">", statistic_name=name,
+    return _judged(test, read.plan, value, bound, test.smallest_effect, ">",
+                   read.monte_carlo(test, statistic, keys, test.measure), statistic_name=name,
                    criterion=f"exact {name} > {test.smallest_effect:g}, by more than the unread "
                    "mass can move it", n=len(keys), note=note,
                    detail={"measure": test.measure, "vignettes": len(keys), "grid": test.grid})

@@ -4,8 +4,10 @@ Each vignette of the battery (``configs/validity/``) is rendered exactly as the 
 renders it (the experiment's broker, context builder and templates, the same arms: as a run
 shows it, actions in reverse order, actions described by the synonyms) and its reply's
 distributions are read once from the model's token probabilities (``llm.readout``): the threat
-label, the coping label and the action, each a distribution summing to 1. Replicates and seeds
-play no part: the distributions are what every replicate would be drawn from. Trigger
+label, the coping label and the action, each a distribution summing to 1. Along the greedy
+path, replicates and seeds play no part: the distributions are what every replicate's would be
+drawn from (the coping label and the action after the most probable account). Over sampled
+accounts, account k is drawn with the seed of the sampled card's replicate k. Trigger
 vignettes (a re-ask after a scripted rule-breaking proposal) are not read.
 
 ``read_battery`` returns one ``VignetteDistributions`` per vignette; ``level_means`` gives, for each
@@ -157,7 +159,7 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
 
     Args:
         experiment: The experiment (``decision.maker: llm``).
-        settings: Top-k and guard of the readout.
+        settings: Top-k, guard and sampled accounts of the readout.
         backend: A ready backend (tests); default: the experiment's.
         source: Ready token probabilities (tests); default: the backend's.
         progress: Called with (vignettes read, vignettes in all) after each.
@@ -169,6 +171,7 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
         LLMError: the backend gives no token probabilities (the message says what to use).
     """
     config = experiment.config
+    settings = settings or ReadoutSettings()
     if config.llm is None or config.decision.maker != "llm":
         raise ConfigError(f"{config.name}: a readout reads the experiment's language model; "
                           "set decision.maker: llm and give an llm: section")
@@ -184,7 +187,7 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
             read = [_read(prober, v, source, settings) for v in _counted(todo, progress)]
             provenance = {"model": prober.backend.describe(), "source": source.name,
                           "configuration_key": card_key(experiment, plan),
-                          "top_k": (settings or ReadoutSettings()).top_k,
+                          "top_k": settings.top_k, "accounts": settings.accounts,
                           "vignettes": len(read), "primary_only": primary_only,
                           "passes": sum(r.reply.passes for r in read),
                           "wall_s": round(time.perf_counter() - start, 1)}
@@ -223,9 +226,16 @@ def vignette_request(prober: Prober, vignette: Vignette) -> tuple[LLMRequest, tu
 
 
 def _read(prober: Prober, vignette: Vignette, source: TokenSource,
-          settings: ReadoutSettings | None) -> VignetteDistributions:
+          settings: ReadoutSettings) -> VignetteDistributions:
+    """A vignette's distributions; sampled account k is drawn with replicate k's common seed.
+
+    So the accounts are the sampled card's replicates' first attempts, and every vignette's
+    account k shares its seed (common random numbers).
+    """
     request, allowed = vignette_request(prober, vignette)
-    return VignetteDistributions(vignette, read_distributions(source, request, settings), allowed)
+    seeds = [common_seed(prober.seed, k, 0) for k in range(settings.accounts)]
+    return VignetteDistributions(
+        vignette, read_distributions(source, request, settings, seeds or None), allowed)
 
 
 class ProgressLine:

@@ -43,10 +43,16 @@ SUM_TOLERANCE = 1e-6
 
 
 def readout_key(sampled_key: str, settings: ReadoutSettings, primary_only: bool) -> str:
-    """The key of a distribution card: the sampled card's key with the readout's settings."""
-    text = json.dumps({"configuration": sampled_key, "readout": "distribution",
-                       "top_k": settings.top_k, "primary_only": primary_only},
-                      sort_keys=True, separators=(",", ":"))
+    """The key of a distribution card: the sampled card's key with the readout's settings.
+
+    Sampled accounts enter the key only when there are some, so a greedy readout's key is the
+    one it had before accounts existed.
+    """
+    facts: dict[str, Any] = {"configuration": sampled_key, "readout": "distribution",
+                             "top_k": settings.top_k, "primary_only": primary_only}
+    if settings.accounts:
+        facts["accounts"] = settings.accounts
+    text = json.dumps(facts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -93,7 +99,7 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
     Args:
         experiment: The experiment (``decision.maker: llm``).
         out_dir: Output directory (default ``outputs/<name>-validity-readout``).
-        settings: Top-k of the readout.
+        settings: Top-k and sampled accounts of the readout (a saved readout: its own).
         primary_only: Read only the primary tests' vignettes (the others not measurable).
         saved: A readout JSON of this configuration to judge instead of reading the model.
         overwrite: Replace an existing output directory of ``validate``.
@@ -116,9 +122,11 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
     with RunLock(out):
         work = empty_work_dir(out, overwrite)
         wall = time.perf_counter()
-        if saved is not None:
+        if saved is not None:  # judged as it was read
             data = _read_saved(saved, prepared)
             primary_only = bool(data["provenance"].get("primary_only", False))
+            settings = ReadoutSettings(top_k=int(data["provenance"]["top_k"]),
+                                       accounts=int(data["provenance"].get("accounts", 0)))
         else:
             data = read_battery(experiment, settings, backend=backend, source=token_source,
                                 progress=ProgressLine() if progress else None,

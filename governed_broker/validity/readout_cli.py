@@ -1,4 +1,4 @@
-"""``governed-broker readout EXPERIMENT.yaml [--set K=V ...] [--top-k N] [--json FILE]``.
+"""``governed-broker readout EXPERIMENT.yaml [--top-k N] [--accounts N] [--json FILE] ...``.
 
 Reads the distributions of the validity battery's vignettes from the experiment's model's
 token probabilities (``validity.readout``; docs/validity.md "Exact distributions") and prints,
@@ -14,6 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+#: Sampled accounts the readout commands read the coping label and the action over, by default
+#: (the library's default, ``ReadoutSettings``, is the greedy path); docs/validity.md "Cards
+#: from distributions" gives the measurement behind it.
+DEFAULT_ACCOUNTS = 8
+
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``readout`` to ``subparsers``."""
@@ -28,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument("--top-k", type=int, default=None, metavar="N",
                         help="tokens read at each position (default 20; at most 20 on a "
                         "server)")
+    add_accounts_option(parser)
     parser.add_argument("--json", type=Path, default=None, metavar="FILE",
                         help="also write every distribution and the positions read to FILE")
     parser.add_argument("--primary-only", action="store_true",
@@ -48,7 +54,8 @@ def cmd_readout(args: argparse.Namespace) -> int:
 
     if args.top_k is not None and args.top_k < 1:
         raise ConfigError(f"--top-k must be at least 1, got {args.top_k}")
-    settings = ReadoutSettings() if args.top_k is None else ReadoutSettings(top_k=args.top_k)
+    settings = ReadoutSettings(top_k=args.top_k or ReadoutSettings.top_k,
+                               accounts=accounts_option(args))
     experiment = resolve_experiment(load_experiment(args.experiment, args.overrides))
     result = read_battery(experiment, settings,
                           progress=None if args.no_progress else ProgressLine(),
@@ -60,6 +67,26 @@ def cmd_readout(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_accounts_option(parser: argparse.ArgumentParser) -> None:
+    """``--accounts N``: read the fields after generated text over N sampled accounts."""
+    parser.add_argument(
+        "--accounts", type=int, default=None, metavar="N",
+        help="read the coping label and the action over N replies drawn with the run's "
+        f"sampler (the sampled card's first N replicate seeds) and average (default "
+        f"{DEFAULT_ACCOUNTS}); 0: along the greedy reply only (the choice after the most "
+        "probable account, which can differ from what sampled replies choose)")
+
+
+def accounts_option(args: argparse.Namespace) -> int:
+    """The ``--accounts`` given, or the default; a negative number is a configuration error."""
+    from governed_broker.config.base import ConfigError
+
+    accounts = DEFAULT_ACCOUNTS if args.accounts is None else args.accounts
+    if accounts < 0:
+        raise ConfigError(f"--accounts must be 0 or more, got {accounts}")
+    return accounts
+
+
 def _dist(dist: dict[str, float]) -> str:
     return "  ".join(f"{value} {p:.3f}" for value, p in dist.items())
 
@@ -67,8 +94,10 @@ def _dist(dist: dict[str, float]) -> str:
 def format_readout(result: Any) -> str:
     """Per vignette its three distributions, then per test the expectation at each level."""
     p = result.provenance
-    lines = [f"{p['source']}: {p['vignettes']} vignettes, {p['passes']} positions read "
-             f"(top {p['top_k']}), {p['wall_s']} s", ""]
+    along = (f"over {p['accounts']} sampled accounts" if p.get("accounts")
+             else "along the greedy path")
+    lines = [f"{p['source']}: {p['vignettes']} vignettes read {along}, {p['passes']} positions "
+             f"read (top {p['top_k']}), {p['wall_s']} s", ""]
     for v in result.vignettes:
         r = v.reply
         lines.append(f"{v.vignette.key} {v.vignette.arm}: {', '.join(v.vignette.uses)}")
@@ -79,8 +108,11 @@ def format_readout(result: Any) -> str:
                     if measure != "action" else "")
             lost = (f"; unresolved {f.unresolved_mass:.3f}"
                     if f.unresolved_mass >= 0.0005 else "")
-            lines.append(f"  {measure:<7}{_dist(f.distribution())}{mean}  (greedy "
-                         f"{f.path_value}; forbidden {f.forbidden_mass:.3f}{lost})")
+            written = (f"{len(f.accounts)} accounts wrote "
+                       f"{', '.join(sorted({a.value for a in f.accounts}))}" if f.accounts
+                       else f"greedy {f.path_value}")
+            lines.append(f"  {measure:<7}{_dist(f.distribution())}{mean}  ({written}; "
+                         f"forbidden {f.forbidden_mass:.3f}{lost})")
     lines += ["", "expected measure by level (label ranks from 0 = "
               f"{result.labels[0]}; share: probability of an action with the effect)"]
     for t in result.level_means():

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from governed_broker.llm.readout import Candidate, GreedyReply, Token
+from governed_broker.llm.readout import Candidate, ReplyPath, Token
 
 PIECES = ["<s>", "<u>", "<a>", '{"', '":', ' "', '",', ' {"', "VL", "V", "L", "M", "H", "None",
           "|", "do", "_nothing", "buy", "_insurance", "ele", "el", "evate", "vate", "_house",
@@ -132,29 +132,39 @@ def top(text: str, k: int, rules: Rules = RULES, shift: float = 0.0,
 
 
 class ToySource:
-    """A ``TokenSource`` over the rules: the greedy reply is given, the prompt is a string.
+    """A ``TokenSource`` over the rules: the replies are given, the prompt is a string.
+
+    Args:
+        greedy_text: The greedy reply (a request at temperature 0).
+        rules: The model's next-token probabilities.
+        tokenizer: How replies are split into tokens.
+        sampled: The reply drawn with each seed (a request at a temperature above 0).
 
     Attributes:
         asked: The text after which each position was read.
+        requests: The path requests, in order.
     """
 
     name = "toy"
 
     def __init__(self, greedy_text: str, rules: Rules = RULES,
-                 tokenizer: Tokenizer = TOKENIZER) -> None:
+                 tokenizer: Tokenizer = TOKENIZER,
+                 sampled: dict[int, str] | None = None) -> None:
         self.greedy_text = greedy_text
         self.rules = rules
         self.tokenizer = tokenizer
+        self.sampled = sampled or {}
         self.asked: list[str] = []
         self.requests: list[Any] = []
 
-    def greedy(self, request: Any) -> GreedyReply:
+    def path(self, request: Any) -> ReplyPath:
         self.requests.append(request)
-        ids = self.tokenizer.encode(self.greedy_text)
-        return GreedyReply(self.greedy_text, tuple(self.tokenizer.token(i) for i in ids),
-                           prompt=request.messages[-1]["content"])
+        text = self.greedy_text if request.temperature == 0 else self.sampled[request.seed]
+        ids = self.tokenizer.encode(text)
+        return ReplyPath(text, tuple(self.tokenizer.token(i) for i in ids),
+                         prompt=request.messages[-1]["content"])
 
-    def top_tokens(self, reply: GreedyReply, prefix: Sequence[Token], k: int) -> list[Candidate]:
+    def top_tokens(self, reply: ReplyPath, prefix: Sequence[Token], k: int) -> list[Candidate]:
         text = reply.prompt + b"".join(t.text for t in prefix).decode()
         self.asked.append(text[len(reply.prompt):])
         return top(text, k, self.rules, tokenizer=self.tokenizer)

@@ -72,6 +72,18 @@ def test_embedded_source_renders_the_prompt_with_the_servers_template_and_reads_
                for p in passes)
 
 
+def test_embedded_sampled_accounts_are_drawn_as_the_embedded_backend_draws(server):
+    """A sampled account goes to the server with the request's temperature, truncation, seed."""
+    sampled = LLMRequest.of(request().messages, json_schema=schema(), max_tokens=99,
+                            temperature=0.7, top_k=40, top_p=0.95, min_p=0.05, seed=2**33 + 5)
+    read_distributions(LlamaCppSource(server, "toy-llama"), sampled,
+                       ReadoutSettings(accounts=1), seeds=[2**33 + 5])
+    path = server.payloads[0]
+    assert (path["temperature"], path["top_k"], path["top_p"], path["min_p"]) == (
+        0.7, 40, 0.95, 0.05)
+    assert path["seed"] == (2**33 + 5) % (2**32 - 1) and path["cache_prompt"] is False
+
+
 def test_embedded_readout_does_not_depend_on_the_call_before(server):
     """A readout reads the same on a fresh server and after another prompt.
 
@@ -98,10 +110,10 @@ def test_the_toy_server_would_show_a_dependence_on_the_call_before(server):
     label move.
     """
     source = LlamaCppSource(server, "toy-llama")
-    reply_a = source.greedy(request())
+    reply_a = source.path(request())
     at_label = reply_a.tokens[:len(TOKENIZER.encode('{"threat_appraisal": {"label": "'))]
     fresh = source.top_tokens(reply_a, at_label, 5)
-    source.greedy(request("household B, a longer message"))
+    source.path(request("household B, a longer message"))
     server._evaluate(reply_a.prompt, reuse=True, owner="household A")
     moved = source.top_tokens(reply_a, at_label, 5)
     assert [c.token for c in moved] == [c.token for c in fresh]

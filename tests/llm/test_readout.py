@@ -3,7 +3,8 @@
 Each pitfall of reading choice distributions from token probabilities has a test: the grammar
 (renormalising over the allowed tokens), values of several tokens (chained conditionals over
 every token path), the closing quote (never scored), the conditional path (a later field is
-read after the greedy reply's own text), and a source that reads elsewhere than the path.
+read after the path's own text: the greedy reply, or each of several sampled accounts), and a
+source that reads elsewhere than the path.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ from readout_support import (
 
 from governed_broker.llm.base import LLMRequest
 from governed_broker.llm.readout import (
+    Branch,
+    Node,
     ReadoutError,
     ReadoutSettings,
+    Token,
     enum_fields,
     path_schema,
     read_distributions,
@@ -148,7 +152,7 @@ def test_a_source_reading_elsewhere_than_the_path_is_an_error():
     a reply that does not (as a server that reads the position after other text would give) stops
     the readout.
     """
-    with pytest.raises(ReadoutError, match="does not continue the greedy reply"):
+    with pytest.raises(ReadoutError, match="does not continue the reply"):
         read_distributions(ToySource(reply(threat="VL")), request())
 
 
@@ -202,6 +206,17 @@ def test_top_k_limits_what_is_seen_and_reports_the_rest():
     assert threat.distribution()["H"] == threat.distribution()["M"] == 0.0
     assert threat.forbidden_mass == 0.0
     assert sum(threat.probabilities) == pytest.approx(1.0)
+
+
+def test_unread_share_counts_the_tokens_beyond_the_top_k_and_unresolved_paths():
+    def settled(p: float) -> Branch:
+        return Branch(Token(b"a"), math.log(p), value="a")
+
+    beyond = Node("", (settled(0.6), settled(0.2)), (), unseen_mass=0.2)
+    assert beyond.unread_share() == pytest.approx(0.2)  # 0.2 / (0.8 + 0.2)
+    dead_end = Branch(Token(b"b"), math.log(0.04), child=Node("b", (), (), 0.0))
+    unresolved = Node("", (settled(0.76), dead_end), (), unseen_mass=0.0)
+    assert unresolved.unread_share() == pytest.approx(0.05)  # 0.04 / 0.8
 
 
 def test_a_reply_cut_before_a_field_is_an_error():
@@ -273,3 +288,78 @@ def _greedy_label(rules) -> str:
         return first
     after = next_tokens('"threat_appraisal": {"label": "V', rules)
     return "VH" if after["H"] >= after["L"] else "V+L"
+
+
+# -- over sampled accounts -------------------------------------------------------------------
+#: Two accounts drawn with seeds 11 and 12: after VH the toy's coping is H 0.7 / L 0.3, after L
+#: it is H 0.2 / L 0.8.
+ACCOUNTS = {11: reply(threat="VH", coping="H"), 12: reply(threat="L", coping="L")}
+
+
+def test_a_later_field_is_the_mean_over_the_sampled_accounts():
+    source = ToySource(reply(), sampled=ACCOUNTS)
+    read = read_distributions(source, request(), ReadoutSettings(accounts=2), seeds=[11, 12])
+    coping = read.field("coping_appraisal.label")
+    close(coping.distribution(), {"H": (0.7 + 0.2) / 2, "L": (0.3 + 0.8) / 2})
+    assert [(a.seed, a.value) for a in coping.accounts] == [(11, "H"), (12, "L")]
+    # in the schema's order, VL, L, M, H, VH
+    assert [a.probabilities for a in coping.accounts] == [
+        pytest.approx((0, 0.3, 0, 0.7, 0)), pytest.approx((0, 0.8, 0, 0.2, 0))]
+    # the paths were drawn as a run draws them, each with its seed
+    assert [(r.seed, r.temperature, r.top_k) for r in source.requests] == [
+        (11, 0.7, 40), (12, 0.7, 40)]
+    assert source.requests[0].json_schema["properties"]["reason"]["maxLength"] == 0
+
+
+def test_a_field_after_fixed_text_is_read_once_and_exact():
+    """Both accounts reach the threat label after the same text: one reading, the model's law."""
+    read = read_distributions(ToySource(reply(), sampled=ACCOUNTS), request(),
+                              ReadoutSettings(accounts=2), seeds=[11, 12])
+    threat = read.field("threat_appraisal.label")
+    close(threat.distribution(), THREAT_EXPECTED)
+    assert threat.passes == 2  # as for one path: V's node and the root, not read again
+    assert [a.value for a in threat.accounts] == ["VH", "L"]
+    # the accounts' texts before the decision differ (their labels): read along each
+    assert read.field("decision").passes == 2 * 7
+
+
+def test_accounts_are_what_the_json_keeps():
+    read = read_distributions(ToySource(reply(), sampled=ACCOUNTS), request(),
+                              ReadoutSettings(accounts=2), seeds=[11, 12])
+    data = read.field("coping_appraisal.label").to_json()
+    assert [a["seed"] for a in data["accounts"]] == [11, 12]
+    assert data["accounts"][1]["distribution"] == pytest.approx(
+        {"VL": 0, "L": 0.8, "M": 0, "H": 0.2, "VH": 0})
+    assert data["unread"] == 0.0
+    greedy = read_distributions(ToySource(reply()), request())
+    assert "accounts" not in greedy.field("decision").to_json()
+
+
+def test_default_account_seeds_come_from_the_request_seed():
+    from governed_broker.seeding import child_seed
+
+    seeds = [child_seed(5, "account", k) for k in range(2)]
+    source = ToySource(reply(), sampled=dict(zip(seeds, ACCOUNTS.values(), strict=True)))
+    read_distributions(source, LLMRequest.of(request().messages, json_schema=schema(),
+                                             temperature=0.7, seed=5, max_tokens=256),
+                       ReadoutSettings(accounts=2))
+    assert [r.seed for r in source.requests] == seeds
+
+
+def test_accounts_need_a_sampling_temperature_and_one_seed_each():
+    greedy_request = LLMRequest.of(request().messages, json_schema=schema(), temperature=0.0)
+    with pytest.raises(ReadoutError, match="temperature"):
+        read_distributions(ToySource(reply()), greedy_request, ReadoutSettings(accounts=2))
+    with pytest.raises(ValueError, match="1 seeds for 2 accounts"):
+        read_distributions(ToySource(reply()), request(), ReadoutSettings(accounts=2),
+                           seeds=[11])
+    with pytest.raises(ValueError, match="accounts -1"):
+        ReadoutSettings(accounts=-1)
+
+
+def test_a_sampled_token_the_readout_did_not_see_is_an_error():
+    """All the mass read at the threat label, and the account wrote another label there."""
+    rules = [(r'"threat_appraisal": \{"label": "$', {"V": 0.5, "VL": 0.5}), *RULES]
+    source = ToySource(reply(), rules, sampled={1: reply(threat="M")})
+    with pytest.raises(ReadoutError, match="does not continue the reply"):
+        read_distributions(source, request(), ReadoutSettings(accounts=1), seeds=[1])

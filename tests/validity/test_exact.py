@@ -7,7 +7,6 @@ exact proportions, and whole cards are judged from toy models whose distribution
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Sequence
 
@@ -19,15 +18,16 @@ from test_readout_battery import FLOODED, CharSource
 from governed_broker.cli import main
 from governed_broker.config.base import ConfigError
 from governed_broker.llm import ScriptedBackend
+from governed_broker.llm.readout import ReadoutSettings, ReplyPath, Token
 from governed_broker.validity import stats
 from governed_broker.validity.card import card_key
 from governed_broker.validity.exact import (
+    account_interval,
     population_alpha,
     population_icc,
     population_spearman,
     total_variation,
     unread_bound,
-    unread_share,
 )
 from governed_broker.validity.readout_card import validate_distribution
 from governed_broker.validity.store import cards_dir, find_card
@@ -93,14 +93,6 @@ def test_total_variation_and_the_unread_bound():
     assert unread_bound(mean_share, dists, [0.0, 0.0]) == 0.0
     # moving 0.02 of level 0 onto "1" or "0" moves the mean by at most 0.02 * 0.6 / 2
     assert unread_bound(mean_share, dists, [0.02, 0.0]) == pytest.approx(0.006)
-
-
-def test_unread_share_counts_the_tokens_beyond_the_top_k_and_unresolved_paths():
-    field = {"tree": {"branches": [{"logprob": math.log(0.6)}, {"logprob": math.log(0.2)}]},
-             "unseen_mass": 0.2, "unresolved_mass": 0.0}
-    assert unread_share(field) == pytest.approx(0.2)
-    field.update(unseen_mass=0.0, unresolved_mass=0.05)
-    assert unread_share(field) == pytest.approx(0.05)
 
 
 # ----------------------------------------------------------------------------- cards
@@ -219,9 +211,13 @@ def test_validate_readout_distribution_needs_token_probabilities(scripted_file, 
     assert "scripted backend" in err and "llm.backend: embedded" in err
     assert main(["validate", str(scripted_file), "--readout", "distribution", "--quick"]) == 2
     assert main(["validate", str(scripted_file), "--primary-only"]) == 2
+    assert main(["validate", str(scripted_file), "--accounts", "4"]) == 2
     assert main(["validate", str(scripted_file), "--readout", "distribution",
-                 "--budget"]) == 0
-    assert "readout budget" in capsys.readouterr().out
+                 "--accounts", "-1"]) == 2
+    assert "--accounts must be 0 or more, got -1" in capsys.readouterr().err
+    assert main(["validate", str(scripted_file), "--readout", "distribution",
+                 "--budget", "--accounts", "3"]) == 0
+    assert "readout budget (--readout distribution, --accounts 3)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("name", "passes"), [("rule", True), ("deaf", False)])
@@ -248,3 +244,94 @@ def test_a_noisy_rules_laws_mix_the_rule_with_uniform_choices():
     assert laws["threat_appraisal.label"] == pytest.approx(dict.fromkeys(
         ["VL", "L", "M", "H", "VH"], 0.2))
     assert sum(laws["decision"].values()) == pytest.approx(1.0)
+
+
+# ----------------------------------------------------------------------------- sampled accounts
+
+def test_account_interval_brackets_the_mean_and_needs_accounts_that_differ():
+    def share(ds):
+        return sum(d[1.0] for d in ds) / len(ds)
+
+    spread = [[{1.0: p, 0.0: 1 - p} for p in (0.1, 0.9, 0.2, 0.8, 0.3, 0.7, 0.4, 0.6)]]
+    low, high = account_interval(share, spread, 0.05, 2000)
+    assert low < 0.5 < high and high - low > 0.1
+    assert account_interval(share, spread, 0.05, 2000) == (low, high)  # a fixed stream
+    same = [[{1.0: 0.5, 0.0: 0.5}] * 8]
+    assert account_interval(share, same, 0.05, 2000) is not None  # 8 equal accounts: width 0
+    assert account_interval(share, [[{1.0: 0.5, 0.0: 0.5}]], 0.05, 2000) is None
+    with pytest.raises(ValueError, match="different numbers of accounts"):
+        account_interval(share, [spread[0], spread[0][:4]], 0.05, 2000)
+
+
+def test_accounts_are_resampled_together_across_vignettes():
+    """Account k of every vignette shares a seed: two vignettes that answer alike stay alike."""
+    accounts = [{"a": p, "b": 1 - p} for p in (0.1, 0.9, 0.3, 0.7)]
+    low, high = account_interval(lambda ds: total_variation(ds[0], ds[1]),
+                                 [accounts, accounts], 0.05, 500)
+    assert low == high == 0.0  # resampled apart, the two means would differ
+
+
+class AccountSource(CharSource):
+    """The follower, whose sampled account k writes the reason "r<k mod 2>".
+
+    After "r1" the first action listed gets weight 4 (a position bias), after "r0" the last one.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(follower)
+        self.seeds: list[int] = []
+
+    def path(self, request):
+        reply = super().path(request)
+        if request.temperature == 0:
+            return reply
+        self.seeds.append(request.seed)
+        text = reply.text.replace('"reason": "r"', f'"reason": "r{request.seed % 2}"')
+        return ReplyPath(text, tuple(Token(c.encode()) for c in text), reply.prompt)
+
+    def top_tokens(self, reply, prefix, k):
+        written = b"".join(t.text for t in prefix).decode()
+
+        def weigh(field, values, prompt):
+            if field != "decision" or not re.search(r'"r[01]"', written):  # the greedy path
+                return follower(field, values, prompt)
+            favourite = values[0] if '"r1"' in written else values[-1]
+            return {v: 4.0 if v == favourite else 1.0 for v in values}
+
+        self.weigh = weigh
+        return super().top_tokens(reply, prefix, k)
+
+
+def test_a_card_over_sampled_accounts_bounds_their_monte_carlo_error(scripted_experiment,
+                                                                     tmp_path):
+    from governed_broker.validity.plan import common_seed
+
+    experiment = scripted_experiment()
+    source = AccountSource()
+    result = validate_distribution(experiment, tmp_path / "card", backend=ScriptedBackend([]),
+                                   token_source=source, progress=False,
+                                   settings=ReadoutSettings(accounts=4))
+    tests = {t["name"]: t for t in result.card["tests"]}
+    plan_seed = prepare(experiment).plan.battery.tests.seed
+    assert source.seeds[:4] == [common_seed(plan_seed, k, 0) for k in range(4)]
+    # the threat label follows fixed text: exact, no Monte Carlo error
+    depth = tests["threat_rises_with_depth"]
+    assert "monte_carlo" not in depth["detail"] and depth["lower"] == depth["statistic"]
+    # the action mixes the accounts' biases, and its bounds carry their spread
+    order = tests["action_order_invariance"]
+    mc = order["detail"]["monte_carlo"]
+    assert mc["accounts"] == 4 and mc["alpha"] == pytest.approx(0.05 / 7)
+    assert order["lower"] <= min(mc["lower"], order["statistic"]) + 1e-9  # the card rounds
+    assert order["upper"] >= max(mc["upper"], order["statistic"]) - 1e-9
+    # two accounts of each bias: the means of the arms agree (TV 0), four accounts cannot
+    # show it within the tolerance
+    assert order["statistic"] == 0.0 and mc["upper"] > 0.25
+    assert order["outcome"] == "inconclusive"
+    assert result.card["readout"]["accounts"] == 4
+    greedy = validate_distribution(experiment, tmp_path / "greedy", backend=ScriptedBackend([]),
+                                   token_source=AccountSource(), progress=False)
+    assert greedy.card["key"] != result.card["key"]
+    # judged again from the saved readout, with its own settings: the same card
+    again = validate_distribution(experiment, tmp_path / "again",
+                                  saved=result.out_dir / "readout.json", progress=False)
+    assert again.card["key"] == result.card["key"] and _outcomes(again) == _outcomes(result)

@@ -13,7 +13,7 @@ import pytest
 
 from governed_broker.cli import main
 from governed_broker.llm import LLMError, ScriptedBackend, ScriptRule
-from governed_broker.llm.readout import Candidate, GreedyReply, Token, enum_fields
+from governed_broker.llm.readout import Candidate, ReplyPath, Token, enum_fields
 from governed_broker.validity.readout import read_battery
 
 FLOODED = "A flood reached your home"
@@ -46,7 +46,7 @@ class CharSource:
     def __init__(self, weigh=weights) -> None:
         self.weigh = weigh
 
-    def greedy(self, request) -> GreedyReply:
+    def path(self, request) -> ReplyPath:
         prompt = request.messages[-1]["content"]
         self.fields = dict(enum_fields(request.json_schema))
         best = {f: max(w := self.weigh(f, vs, prompt), key=w.get) for f, vs in self.fields.items()}
@@ -55,7 +55,7 @@ class CharSource:
                            "coping_appraisal": {"label": best["coping_appraisal.label"],
                                                 "reason": "r"},
                            "decision": best["decision"], "reason": ""})
-        return GreedyReply(text, tuple(Token(c.encode()) for c in text), prompt)
+        return ReplyPath(text, tuple(Token(c.encode()) for c in text), prompt)
 
     def top_tokens(self, reply, prefix, k) -> list[Candidate]:
         written = b"".join(t.text for t in prefix).decode()
