@@ -15,10 +15,11 @@ or a distribution card's ``readout.json``, made for the same configuration):
   tests of the counts against the sampler's prediction and against the raw distribution
   (categories pooled below 5 expected).
 
-The threat label is read at its fixed prefix, so its prediction is the model's; the coping
-label and the action are read after the greedy threat label and reason, while a sampled reply
-writes them after its own sampled account: their gap measures that conditioning too. Run it
-alone on the machine:
+The threat label is read at its fixed prefix, so its prediction is the model's. Along the
+greedy path the coping label and the action are read after the greedy threat label and reason,
+while a sampled reply writes them after its own sampled account: their gap measures that
+conditioning too. Read over sampled accounts (``readout --accounts N``), both predictions are
+the means over the accounts. Run it alone on the machine:
 
     .venv/bin/python benchmarks/bench_readout_agreement.py \
         --readout outputs/demo-validity-readout/readout.json --replies 30
@@ -108,6 +109,11 @@ def chi_square_p(counts: dict[str, int], expected: dict[str, float]) -> float | 
     return float(stats.chisquare(obs, exp).pvalue)
 
 
+def _mean(dists: list[dict[str, float]]) -> dict[str, float]:
+    keys = {k for d in dists for k in d}
+    return {k: sum(d.get(k, 0.0) for d in dists) / len(dists) for k in keys}
+
+
 def _p(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
@@ -171,7 +177,10 @@ def main(argv: list[str] | None = None) -> int:
                     counts: dict[str, int] = {}
                     for rep in replies:
                         counts[rep[measure]] = counts.get(rep[measure], 0) + 1
-                    sampler = predicted(fields[name]["tree"], sampling)
+                    # over sampled accounts, the mean of what the sampler draws after each
+                    trees = [a["tree"] for a in fields[name].get("accounts", [])] or [
+                        fields[name]["tree"]]
+                    sampler = _mean([predicted(tree, sampling) for tree in trees])
                     row[measure] = {
                         "raw": by_key[key][measure], "sampler": sampler,
                         "observed": {k: c / len(replies) for k, c in counts.items()},

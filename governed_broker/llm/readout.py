@@ -270,12 +270,15 @@ class AccountReading:
         value: The value the account itself wrote.
         probabilities: The field's distribution after the account's text (schema order).
         unread: Its probability not read (``Node.unread_share``).
+        root: The positions read after the account's text (shared by accounts whose text
+            before the field is the same).
     """
 
     seed: int
     value: str
     probabilities: tuple[float, ...]
     unread: float
+    root: Node
 
 
 @dataclass(frozen=True)
@@ -334,7 +337,8 @@ class FieldDistribution:
     def to_json(self) -> dict[str, Any]:
         """The field's distribution and the masses left out, as JSON."""
         accounts = [{"seed": a.seed, "value": a.value, "unread": a.unread,
-                     "distribution": dict(zip(self.values, a.probabilities, strict=True))}
+                     "distribution": dict(zip(self.values, a.probabilities, strict=True)),
+                     "tree": a.root.to_json()}
                     for a in self.accounts]
         return {"field": self.field, "distribution": self.distribution(),
                 "path_value": self.path_value, "unread": self.unread,
@@ -673,7 +677,7 @@ def _field(name: str, values: Sequence[str], along: Sequence[tuple[int, str, Nod
     """A field's distribution: along the one greedy path, or the mean over the accounts."""
     readings = tuple(
         AccountReading(seed, value, tuple(root.distribution().get(v, 0.0) for v in values),
-                       root.unread_share())
+                       root.unread_share(), root)
         for seed, value, root in along)
     mean = tuple(sum(r.probabilities[i] for r in readings) / len(readings)
                  for i in range(len(values)))
