@@ -8,8 +8,9 @@ experiment's own prompts, as ``validate`` sends them), in this order:
    vignette's prompt),
 2. a sampled call as it makes each further replicate (the same prompt again: it is reused
    whole from the cache, only the reply is generated),
-3. a readout (``llm.readout``: the greedy path with the prompt evaluated whole, then a pass per
-   position read), with the greedy path and the passes timed apart.
+3. a readout (``llm.readout``: ``--accounts`` sampled paths, default 8 as the readout commands,
+   or the greedy path with 0, each with the prompt evaluated whole, then a pass per position
+   read), with the paths and the passes timed apart.
 
 The response cache is not used. The machine's load average is printed before and after each
 model (the figures depend on it); run it alone on the machine:
@@ -35,11 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class Timed:
-    """A token source that times its greedy paths and its passes."""
+    """A token source that times its paths and its passes."""
 
     def __init__(self, inner: Any) -> None:
         self.inner, self.name = inner, inner.name
-        self.greedy_s: list[float] = []
+        self.path_s: list[float] = []
         self.pass_s: list[float] = []
 
     def path(self, request):
@@ -47,7 +48,7 @@ class Timed:
         try:
             return self.inner.path(request)
         finally:
-            self.greedy_s.append(time.perf_counter() - start)
+            self.path_s.append(time.perf_counter() - start)
 
     def top_tokens(self, reply, prefix, k):
         start = time.perf_counter()
@@ -57,15 +58,16 @@ class Timed:
             self.pass_s.append(time.perf_counter() - start)
 
 
-def measure(model: str, experiment_file: Path, n: int, threads: int | None) -> dict[str, Any]:
+def measure(model: str, experiment_file: Path, n: int, threads: int | None,
+            accounts: int) -> dict[str, Any]:
     from governed_broker.config.loader import load_experiment
     from governed_broker.config.resolved import resolve_experiment
     from governed_broker.llm import build_backend
     from governed_broker.llm.embedded import load_server
     from governed_broker.llm.logprobs import token_source
-    from governed_broker.llm.readout import read_distributions
+    from governed_broker.llm.readout import ReadoutSettings, read_distributions
     from governed_broker.validity.battery import load_battery
-    from governed_broker.validity.plan import plan_battery
+    from governed_broker.validity.plan import common_seed, plan_battery
     from governed_broker.validity.probe import Prober
     from governed_broker.validity.readout import vignette_request
     from governed_broker.validity.situations import zone_probabilities
@@ -92,13 +94,17 @@ def measure(model: str, experiment_file: Path, n: int, threads: int | None) -> d
                 request, _ = vignette_request(prober, v)
                 first = backend.chat(replace(request, seed=1000 + i))
                 again = backend.chat(replace(request, seed=2000 + i))
-                readout = read_distributions(source, request)
+                seeds = [common_seed(plan.battery.tests.seed, k, 0) for k in range(accounts)]
+                readout = read_distributions(source, request, ReadoutSettings(accounts=accounts),
+                                             seeds or None)
+                paths = max(accounts, 1)
                 rows.append({
                     "vignette": v.key, "uses": v.uses[0],
                     "sampled_first_s": first.latency_s, "sampled_replicate_s": again.latency_s,
                     "sampled_tokens": [first.completion_tokens, again.completion_tokens],
                     "prompt_tokens": first.prompt_tokens, "readout_s": readout.seconds,
-                    "greedy_s": source.greedy_s[-1], "passes": readout.passes,
+                    "accounts": accounts, "path_s": statistics.median(source.path_s[-paths:]),
+                    "passes": readout.passes,
                     "pass_s": statistics.median(source.pass_s[-readout.passes:]),
                     "path_chars": len(readout.path),
                     "threat": readout.field("threat_appraisal.label").distribution()})
@@ -119,8 +125,9 @@ def summary(result: dict[str, Any]) -> str:
     ratio_rep = statistics.median(r["readout_s"] / r["sampled_replicate_s"] for r in rows)
     return (f"{result['model']} ({result['threads']} threads, {len(rows)} vignettes, load "
             f"{result['load_s']} s): sampled first {med('sampled_first_s'):.1f} s, replicate "
-            f"{med('sampled_replicate_s'):.1f} s; readout {med('readout_s'):.1f} s (greedy path "
-            f"{med('greedy_s'):.1f} s, {med('passes'):.0f} passes of "
+            f"{med('sampled_replicate_s'):.1f} s; readout {med('readout_s'):.1f} s "
+            f"({rows[0]['accounts']} accounts; a path {med('path_s'):.1f} s, "
+            f"{med('passes'):.0f} passes of "
             f"{1000 * med('pass_s'):.0f} ms); readout / sampled: {ratio_first:.2f} (first), "
             f"{ratio_rep:.2f} (replicate)")
 
@@ -134,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None,
                         help="llm.threads (default: all usable cores; 1 is faster on a busy "
                         "machine)")
+    parser.add_argument("--accounts", type=int, default=8,
+                        help="sampled accounts per readout (0: the greedy path)")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
     from governed_broker.llm.catalogue import default_model_name
@@ -141,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for model in args.model or [default_model_name()]:
         before = os.getloadavg()
-        result = measure(model, args.experiment, args.vignettes, args.threads)
+        result = measure(model, args.experiment, args.vignettes, args.threads, args.accounts)
         result["loadavg_before"], result["loadavg_after"] = before, os.getloadavg()
         results.append(result)
         print(summary(result))

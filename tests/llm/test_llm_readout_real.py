@@ -18,7 +18,7 @@ from governed_broker.config.llm import LLMConfig
 from governed_broker.llm import LLMRequest, build_backend
 from governed_broker.llm.embedded import EmbeddedBackend, load_server, openai_base_url
 from governed_broker.llm.logprobs import ChatLogprobsSource, token_source
-from governed_broker.llm.readout import path_schema, read_distributions
+from governed_broker.llm.readout import ReadoutSettings, path_schema, read_distributions
 
 pytestmark = pytest.mark.real_llm
 
@@ -118,3 +118,23 @@ def test_the_chat_route_reads_the_same_distributions(embedded, first_read):
     for a, b in zip(exact.fields, chat.fields, strict=True):
         if a.field == "threat_appraisal.label" or same_path:
             assert a.probabilities == pytest.approx(b.probabilities, abs=0.02), a.field
+
+
+def test_a_sampled_account_is_the_reply_a_run_draws(embedded):
+    """An account drawn for the readout writes what the backend samples for the same request.
+
+    With the same seed, up to the decision (after it the account's grammar asks for nothing
+    more); the backend evaluates the prompt whole (``prompt_cache: false``), as the readout
+    does, so nothing but the request decides either.
+    """
+    whole = EmbeddedBackend(replace(embedded.settings, prompt_cache=False),
+                            model_name="whole", sha256=embedded.sha256)
+    sampled = replace(request(0), seed=11)
+    run = json.loads(whole.chat(sampled).text)
+    read = read_distributions(token_source(embedded), sampled, ReadoutSettings(accounts=1),
+                              seeds=[11])
+    account = json.loads(read.path)
+    assert account["decision"] == run["decision"]
+    assert account["threat_appraisal"] == run["threat_appraisal"]
+    assert account["coping_appraisal"] == run["coping_appraisal"]
+    assert read.field("decision").accounts[0].value == run["decision"]
