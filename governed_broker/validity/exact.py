@@ -221,7 +221,7 @@ def account_interval(statistic: Callable[[list[dict[Any, float]]], float | None]
     Returns:
         The ``alpha`` and ``1 - alpha`` percentiles of the statistic over resamples of the
         accounts (account k of every vignette drawn together: they share a seed), or None when
-        no vignette has accounts that differ (nothing to resample).
+        every vignette has one distribution (exact fields: nothing to resample).
     """
     sizes = {len(a) for a in accounts if len(a) > 1}
     if not sizes:
