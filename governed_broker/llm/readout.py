@@ -19,10 +19,13 @@ backend exposes (``llm.logprobs``). What it does, and why:
   - *over sampled accounts* (``accounts`` n > 0): along n replies drawn with the request's
     own sampler (temperature, truncation) and n seeds; each field's distribution is the mean
     of its n conditional distributions. That is the marginal a sampled reply's field is drawn
-    from, estimated: exact for a field after fixed text (every account gives the same text
-    before it, so it is read once), a Monte Carlo mean for a later field, with less variance
-    than counting n sampled values (each account contributes a whole distribution, not one
-    draw). Each account's distribution is kept, so a card can bound the Monte Carlo error.
+    from, estimated with less variance than counting n sampled values (each account
+    contributes a whole distribution, not one draw). Accounts that reach a field after the
+    same tokens share one reading of it. Even the threat label, which follows only the JSON
+    layout, may follow different tokens: the grammar lets a sampled reply put optional
+    whitespace in the layout, and the model's numbers move with it (measured on the embedded
+    0.5B model: 1 account of 8 wrote another layout in 14 of 15 vignettes, P(VL) 0.005-0.03
+    apart). Each account's distribution is kept, so a card can bound the Monte Carlo error.
 
   Fields after the last one read are not generated (the reply's closing string is
   constrained to be empty, which changes no allowed token before it).

@@ -220,7 +220,10 @@ def _num(value: Any, digits: int = 3) -> str:
 
 def format_card(card: dict[str, Any]) -> str:
     """The card as a plain-text table: one line per test, then the verdict and costs."""
-    rows = [("test", "", "statistic", "value", "90% interval", "needs", "p", "n", "result")]
+    sampled = (card.get("readout") or {"kind": "sampled"})["kind"] == "sampled"
+    # a sampled card's bounds are two one-sided 95 % bounds; a distribution card's are not
+    rows = [("test", "", "statistic", "value", "90% interval" if sampled else "bounds", "needs",
+             "p", "n", "result")]
     for t in card["tests"]:
         interval = ("-" if t["lower"] is None and t["upper"] is None else
                     f"[{_num(t['lower'], 2)}, {_num(t['upper'], 2)}]")

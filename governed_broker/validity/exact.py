@@ -12,15 +12,16 @@ from them (docs/validity.md "Cards from distributions"):
   over that plus the mean within-vignette variance, and Krippendorff's alpha as one minus the
   mean within-vignette disagreement over the pooled one. None is a rank correlation of
   expected values (any strictly monotone change, however small, would give 1).
-* **No sampling error in an exact field.** A distribution read after fixed text (the threat
-  label) is what every replicate would be drawn from, so the statistic is known exactly, up to
-  the probability the readout did not read (tokens beyond the top ``k`` at a field's first
-  position, and token paths that reached no allowed value): ``unread`` per distribution. That
-  mass moves the statistic by at most, to first order, the sum over the distributions of the
-  largest change when all of a distribution's unread mass is put on one value (exact for a
-  share, an upper bound for the total variation).
-* **Monte Carlo error of a field read over sampled accounts.** A later field (coping, the
-  action) read over n sampled accounts (``ReadoutSettings.accounts``) is the mean of n
+* **No sampling error in an exact field.** A distribution read once (along the greedy path, or
+  after the same tokens in every account) is what every replicate would be drawn from, so the
+  statistic is known exactly, up to the probability the readout did not read (tokens beyond the
+  top ``k`` at a field's first position, and token paths that reached no allowed value):
+  ``unread`` per distribution. That mass moves the statistic by at most, to first order, the sum
+  over the distributions of the largest change when all of a distribution's unread mass is put
+  on one value (exact for a share, an upper bound for the total variation).
+* **Monte Carlo error of a field read over sampled accounts.** A field whose accounts differ
+  (coping and the action; the threat label too where an account wrote the JSON layout with
+  other whitespace) read over n sampled accounts (``ReadoutSettings.accounts``) is the mean of n
   conditional distributions, an estimate. Its one-sided bounds come from a percentile bootstrap
   over the accounts (the battery's ``resamples``; account k of every vignette was drawn with
   the same seed, so the accounts are resampled together, as the sampled card's replicates),
@@ -80,7 +81,7 @@ class VignetteLaw:
         unread: The same keys -> probability the readout did not read (``Node.unread_share``).
         allowed: The actions offered, in the order shown.
         accounts: The same keys -> the distribution after each sampled account, for a field
-            whose accounts differ (absent: exact, read once).
+            whose accounts differ (absent: read once, exact).
     """
 
     key: str

@@ -314,7 +314,7 @@ def test_a_card_over_sampled_accounts_bounds_their_monte_carlo_error(scripted_ex
     tests = {t["name"]: t for t in result.card["tests"]}
     plan_seed = prepare(experiment).plan.battery.tests.seed
     assert source.seeds[:4] == [common_seed(plan_seed, k, 0) for k in range(4)]
-    # the threat label follows fixed text: exact, no Monte Carlo error
+    # every account writes the same text before the threat label: read once, exact
     depth = tests["threat_rises_with_depth"]
     assert "monte_carlo" not in depth["detail"] and depth["lower"] == depth["statistic"]
     # the action mixes the accounts' biases, and its bounds carry their spread
