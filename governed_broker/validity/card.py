@@ -189,6 +189,8 @@ def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
                "not_informative": counts["not_informative"],
                "not_measurable": counts["not_measurable"]}
     passed, why = verdict(results)
+    if battery.quick:  # sized for a look, not for the battery's power: never a pass
+        passed, why = False, f"not passed: a quick card never passes (its tests: {why})"
     calibration = calibration_of(battery)
     for test in tests:
         test["calibration"] = calibration.get("tests", {}).get(test["name"])
