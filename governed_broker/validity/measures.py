@@ -17,6 +17,8 @@ after Holm's correction across them, ``judge``), and fails when the p-value of "
 is. Two more outcomes say why a test has no verdict: *not informative* (the test cannot fail:
 the experiment's prompts do not state the varied fact, or no vignette offers the action it
 counts) and *not measurable* (no readable reply, no blocked proposal).
+A change here that moves any test's outcome bumps ``validity.CALIBRATION_VERSION`` (and the
+shipped calibration is regenerated).
 """
 
 from __future__ import annotations

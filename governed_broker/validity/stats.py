@@ -26,6 +26,8 @@ and the p-values of the two one-sided tests), the form every test of the battery
 
 ``holm`` adjusts p-values for the primary tests (Holm 1979). Each function returns None (or a
 ``None`` estimate) where the statistic is undefined, e.g. when every value is the same.
+A change here that moves any test's outcome bumps ``validity.CALIBRATION_VERSION`` (and the
+shipped calibration is regenerated).
 """
 
 from __future__ import annotations
