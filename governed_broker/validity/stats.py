@@ -121,6 +121,10 @@ def _mean_squares(table: Sequence[Sequence[float]]
     return n, k, ss_rows / (n - 1), ss_cols / (k - 1), ss_err / ((n - 1) * (k - 1))
 
 
+#: Below this a mean square is 0 (rounding); rho0 is kept this far below 1 (a and b finite).
+_TINY, _RHO_TOP = 1e-12, 1 - 1e-9
+
+
 def icc_evidence(table: Sequence[Sequence[float]], threshold: float,
                  alpha: float) -> Evidence | None:
     """ICC(A,1) (= ICC(2,1)) of a targets x raters table against ``threshold``.
@@ -148,10 +152,6 @@ def icc_evidence(table: Sequence[Sequence[float]], threshold: float,
         lower = _icc_bound(squares, alpha)
         upper = _icc_bound(squares, 1 - alpha)
     return Evidence(float(icc), lower, upper, p_above, 1.0 - p_above)
-
-
-#: Below this a mean square is 0 (rounding); rho0 is kept this far below 1 (a and b finite).
-_TINY, _RHO_TOP = 1e-12, 1 - 1e-9
 
 
 def _icc_p_above(squares: tuple[int, int, float, float, float], rho0: float) -> float:
@@ -250,9 +250,9 @@ def tv_evidence(a: Sequence[Hashable], b: Sequence[Hashable], tolerance: float, 
     distribution differ by chance) and a resample adds that bias again. The upper bound is the
     percentile bound, which keeps both biases: equivalence (upper bound below the tolerance) is
     claimed conservatively. The lower bound is the basic bootstrap's, 2 TV - q(1 - alpha) of
-    the resamples (floored at 0), which takes the resamples' bias off once: with the
-    percentile lower bound a true TV at the tolerance was called larger in about 22 % of data
-    sets at alpha 0.05, with the basic bound in about 10 %
+    the resamples (floored at 0), which takes the resamples' bias off once: at the battery's
+    replies a true TV of exactly the tolerance was called larger in 23-27 % of data sets at
+    alpha 0.05 with the percentile lower bound, in 12 % with the basic bound
     (benchmarks/validity_tv_margin.py). ``p_above`` is the p-value of the basic bound, so a
     fail (``p_above < alpha``) goes with a lower bound above the tolerance.
     """
