@@ -11,8 +11,9 @@ labels, action and reason of its *first readable proposal*, before any governanc
 - ``uptake_by_cost``: the share of first proposals choosing an action with a given effect
   (``insure`` by default) by quartile of that action's out-of-pocket cost to the household
   (dollars), and Spearman's rho of cost and choice (rho < 0 expected);
-- ``laundering_rate``: of the proposals an ERROR rule blocked, the share whose accepted reply
-  kept the action and changed an appraisal label (``validity.measures.outcome``);
+- ``laundering_rate``: of the proposals an ERROR rule blocked that ended in a readable reply,
+  the share whose accepted reply kept the action and changed an appraisal label
+  (``validity.measures.outcome``);
 - ``reason_coherence_rate``: the share of first proposals whose reason matches a pattern that
   contradicts its action's effect (the battery's ``reason_coherence`` patterns);
 - ``proposal_gap``: the share of decisions whose executed action differs from the first
@@ -99,11 +100,16 @@ def uptake_by_cost(decisions: Sequence[Mapping[str, Any]], effects: Mapping[str,
 
 
 def laundering_rate(decisions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """How blocked proposals ended (``OUTCOMES``) and the laundering rate (None: no block)."""
+    """How blocked proposals ended (``OUTCOMES``) and the laundering rate.
+
+    The rate is over the blocks that ended in a readable reply: one whose re-asks gave nothing
+    readable is no evidence of laundering or of its absence (None: no such block).
+    """
     blocked = [r for r in map(_first, decisions) if r.blocked]
     counts = {o: sum(outcome(r) == o for r in blocked) for o in OUTCOMES}
+    readable = len(blocked) - counts["unreadable"]
     return {"n_blocked": len(blocked), **counts,
-            "rate": counts["changed_labels_only"] / len(blocked) if blocked else None,
+            "rate": counts["changed_labels_only"] / readable if readable else None,
             "metric_version": METRIC_VERSION}
 
 

@@ -11,7 +11,9 @@ it whenever the definition of any measure changes (not for refactors that keep t
 #: (lapse, post-flood rise, tenure, the event-study curve ``post_flood_excess_yearK``), owner
 #: and outside-SFHA shares, ``flooded_uninsured``; ``repetitive_loss_uninsured`` and
 #: ``post_flood_rise_years`` are gone; unscored targets do not enter the score.
-METRIC_VERSION = "gb-metrics-3.0"
+#: 3.1: the laundering rate leaves out blocked proposals whose re-asks gave no readable reply
+#: (``unreadable``), as the battery's laundering test does: they are no evidence either way.
+METRIC_VERSION = "gb-metrics-3.1"
 
 
 def stamp(frame):

@@ -30,7 +30,8 @@ messages), so the same request always gets the same reply and the response cache
 call log behave as with a seeded model. The rule reads the wording of the shipped templates
 (``configs/prompts/household.yaml``); a prompt that does not state a fact it needs is an error
 that says which, never a guess. Reference respondents answer decision requests only (a run
-that reflects, or institutions that ask a model, get a clear error).
+that reflects, or institutions that ask a model, get a clear error). A change that moves any
+reply bumps ``validity.CALIBRATION_VERSION`` (the battery's calibration is made of these).
 """
 
 from __future__ import annotations

@@ -15,3 +15,14 @@ Modules: ``battery`` (the YAML), ``power`` and ``plan`` (how many replies, which
 card, verdict, calibration), ``store``, ``gate`` (runs), ``validate`` and ``cli`` (the command),
 ``reference`` (the battery calibrated on the reference respondents of ``llm.reference``).
 """
+
+#: The version of the code that judges a battery: the statistics (``stats``), the tests and
+#: their outcomes (``measures``), the verdict (``card.verdict``) and the reference respondents
+#: (``llm.reference``). **Bump it in the commit that changes an outcome of any of them**, and
+#: regenerate ``configs/validity/calibration.json`` (the command in docs/validity.md): a
+#: calibration of another version is ``out_of_date`` on every card, as one of another battery
+#: is. A number, not a hash of the modules: a hash would call the calibration stale on every
+#: comment or refactoring (and a regeneration takes half an hour); what a forgotten bump lets
+#: through, tests/validity/test_calibration_file.py catches by judging the first battery seed
+#: of the deaf and the rule respondents again against the outcomes the calibration stored.
+CALIBRATION_VERSION = 2

@@ -28,6 +28,7 @@ from governed_broker.config.base import ConfigError
 from governed_broker.config.experiment import ExperimentConfig
 from governed_broker.config.resolved import ResolvedExperiment
 from governed_broker.llm.sampling import resolve_sampling
+from governed_broker.validity import CALIBRATION_VERSION
 from governed_broker.validity.battery import Battery
 from governed_broker.validity.measures import RESPONSIVENESS
 from governed_broker.validity.plan import BatteryPlan
@@ -189,6 +190,8 @@ def make_card(key: str, experiment: ResolvedExperiment, battery: Battery,
                "not_informative": counts["not_informative"],
                "not_measurable": counts["not_measurable"]}
     passed, why = verdict(results)
+    if battery.quick:  # sized for a look, not for the battery's power: never a pass
+        passed, why = False, f"not passed: a quick card never passes (its tests: {why})"
     calibration = calibration_of(battery)
     for test in tests:
         test["calibration"] = calibration.get("tests", {}).get(test["name"])
@@ -237,8 +240,9 @@ def calibration_of(battery: Battery) -> dict[str, Any]:
     """What the battery's ``calibration.json`` says about it.
 
     Per test, how often each reference respondent passed it (``tests``), with how it was made;
-    ``status`` says whether it belongs to this battery (``current``), to another (``out_of_date``:
-    the battery was edited since) or is ``missing``. A quick battery is never calibrated.
+    ``status`` says whether it belongs to this battery and this judging code (``current``), to
+    another (``out_of_date``: the battery was edited, or ``CALIBRATION_VERSION`` bumped, since)
+    or is ``missing``. A quick battery is never calibrated.
     """
     path = battery.directory / CALIBRATION_FILE
     if battery.quick:
@@ -255,5 +259,10 @@ def calibration_of(battery: Battery) -> dict[str, Any]:
     if data.get("battery_sha256") != battery_sha256(battery):
         return {"status": "out_of_date", "file": str(path),
                 "note": "the battery changed since it was calibrated; regenerate it"}
+    if data.get("calibration_version") != CALIBRATION_VERSION:
+        return {"status": "out_of_date", "file": str(path),
+                "note": f"made by judging code of calibration version "
+                f"{data.get('calibration_version')}, this is {CALIBRATION_VERSION}; regenerate it"}
     return {"status": "current", "file": str(path),
-            **{k: v for k, v in data.items() if k != "battery_sha256"}}
+            **{k: v for k, v in data.items()
+               if k not in ("battery_sha256", "calibration_version", "first_seed")}}

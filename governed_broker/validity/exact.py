@@ -402,6 +402,10 @@ def monotone(test: MonotoneTest, read: ExactReadout, prompts: Mapping[str, str])
         outcome_override = "not_informative"
         note = (f"every level of {test.vary} gives the same prompt: the experiment's prompts "
                 "do not state this fact, so no reply can respond to it")
+    if test.measure.startswith("share:") and not _offered(read, test.measure, keys):
+        outcome_override = "not_informative"
+        note = (f"no vignette of the test offers an action with the effect "
+                f"{test.measure.split(':', 1)[1]!r}: the test cannot fail")
     result = _judged(test, read.plan, rho, bound, threshold, side,
                      read.monte_carlo(test, statistic, keys, test.measure),
                      statistic_name="spearman_rho",
@@ -412,6 +416,12 @@ def monotone(test: MonotoneTest, read: ExactReadout, prompts: Mapping[str, str])
     if outcome_override:
         result = replace(result, outcome=outcome_override)
     return result
+
+
+def _offered(read: ExactReadout, measure: str, keys: Sequence[str]) -> bool:
+    """Whether any of the vignettes offers an action with the effect of ``share:<effect>``."""
+    effect = measure.split(":", 1)[1]
+    return any(read.effects.get(a) == effect for k in keys for a in read.laws[k].allowed)
 
 
 def share_at_most(test: ShareTest, read: ExactReadout) -> TestResult:
@@ -425,7 +435,7 @@ def share_at_most(test: ShareTest, read: ExactReadout) -> TestResult:
     unread = [read.unread(k, test.measure) for k in keys]
     share = sum(shares) / len(shares)
     bound = sum(unread) / len(unread)  # exact: moving m of level i moves the mean by m / L
-    offered = any(read.effects.get(a) == effect for k in keys for a in read.laws[k].allowed)
+    offered = _offered(read, test.measure, keys)
     def mean_share(ds: list[dict[Any, float]]) -> float:
         return sum(d[1.0] for d in ds) / len(ds)
 

@@ -9,12 +9,16 @@ on the domain's scale (0 = lowest), the action, or whether the action has an eff
 statistic clears the test's threshold (the smallest effect of interest, a non-inferiority
 margin, a tolerance or a largest rate). It fails when the opposite bound stays on the wrong
 side of that threshold (evidence that the effect is smaller, or the difference larger, than
-the threshold). Otherwise it is *inconclusive*: the replies cannot tell. In p-value form, a
+the threshold; for the invariance tests' total variation this evidence is approximate: at a
+true difference of exactly the tolerance a fail comes in about 12 % of data sets at alpha 0.05,
+docs/validity.md). Otherwise it is *inconclusive*: the replies cannot tell. In p-value form, a
 test passes when the p-value of "not good enough" is below ``alpha`` (for the primary tests,
 after Holm's correction across them, ``judge``), and fails when the p-value of "good enough"
 is. Two more outcomes say why a test has no verdict: *not informative* (the test cannot fail:
 the experiment's prompts do not state the varied fact, or no vignette offers the action it
 counts) and *not measurable* (no readable reply, no blocked proposal).
+A change here that moves any test's outcome bumps ``validity.CALIBRATION_VERSION`` (and the
+shipped calibration is regenerated).
 """
 
 from __future__ import annotations
@@ -181,10 +185,11 @@ def monotone(test: MonotoneTest, read: Readout, alpha: float) -> TestResult:
     (guard).
     """
     k = read.plan.sizes[test.name].per_vignette
-    xs, ys, levels = [], [], []
+    xs, ys, levels, asked = [], [], [], []
     keys = [level.vignette for level in read.plan.levels[test.name]]
     for level in read.plan.levels[test.name]:
         replies = read.replies(level.vignette, k)
+        asked += replies
         values = [float(read.value(r, test.measure)) for r in replies]
         xs += [level.x] * len(values)
         ys += values
@@ -213,6 +218,10 @@ def monotone(test: MonotoneTest, read: Readout, alpha: float) -> TestResult:
         judged["outcome"] = "not_informative"
         note = (f"every level of {test.vary} gives the same prompt: the experiment's prompts "
                 "do not state this fact, so no reply can respond to it")
+    if test.measure.startswith("share:") and evidence is not None and \
+            not _offered(read, test.measure, asked):
+        judged["outcome"] = "not_informative"
+        note = _not_offered(test.measure)
     return _result(test, k, read.plan, statistic=None if evidence is None else
                    sign * evidence.estimate, statistic_name="spearman_rho",
                    **_bounds(evidence, sign), threshold=threshold, comparison=side,
@@ -230,14 +239,26 @@ def _bounds(evidence: stats.Evidence | None, sign: float = 1.0) -> dict[str, flo
     return {"lower": lower, "upper": upper}
 
 
+def _offered(read: Readout, measure: str, replies: Sequence[Reply]) -> bool:
+    """Whether any of the replies was offered an action with the effect of ``share:<effect>``."""
+    effect = measure.split(":", 1)[1]
+    return any(read.effects.get(a) == effect for r in replies for a in r.allowed)
+
+
+def _not_offered(measure: str) -> str:
+    """The note of a share test whose vignettes offer no action with the measured effect."""
+    return (f"no vignette of the test offers an action with the effect "
+            f"{measure.split(':', 1)[1]!r}: a reply held to the offered actions (the reply "
+            "schema's enum) cannot propose one, so the test cannot fail")
+
+
 def share_at_most(test: ShareTest, read: Readout, alpha: float) -> TestResult:
     """The share of replies whose action has the measured effect, below ``max_share``."""
     k = read.plan.sizes[test.name].per_vignette
-    effect = test.measure.split(":", 1)[1]
     values, levels, offered = [], [], False
     for level in read.plan.levels[test.name]:
         replies = read.replies(level.vignette, k)
-        offered |= any(read.effects.get(a) == effect for r in replies for a in r.allowed)
+        offered |= _offered(read, test.measure, replies)
         level_values = [float(read.value(r, test.measure)) for r in replies]
         values += level_values
         levels.append({"label": level.label, "x": level.x, "n": len(level_values),
@@ -247,9 +268,7 @@ def share_at_most(test: ShareTest, read: Readout, alpha: float) -> TestResult:
     note = "" if values else "no readable replies"
     if values and not offered:
         judged["outcome"] = "not_informative"
-        note = (f"no vignette of the test offers an action with the effect {effect!r}: a reply "
-                "held to the offered actions (the reply schema's enum) cannot propose one, so "
-                "the test cannot fail")
+        note = _not_offered(test.measure)
     return _result(test, k, read.plan, statistic=None if evidence is None else evidence.estimate,
                    statistic_name="share", **_bounds(evidence), threshold=test.max_share,
                    comparison="<", criterion=f"share's one-sided {1 - alpha:.0%} upper bound "

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
+from governed_broker.validity import CALIBRATION_VERSION
 from governed_broker.validity.card import battery_sha256, verdict
 from governed_broker.validity.measures import RESPONSIVENESS
 from governed_broker.validity.plan import BatteryPlan
@@ -58,9 +59,12 @@ class Tally:
     passes: dict[str, int] = field(default_factory=dict)
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
     tests_passed: list[int] = field(default_factory=list)
+    first: dict[str, str] = field(default_factory=dict)
 
     def add(self, results: Sequence[Any]) -> None:
-        """Count one battery's results."""
+        """Count one battery's results (the first battery's outcomes kept per test)."""
+        if not self.runs:
+            self.first = {r.name: r.outcome for r in results}
         self.runs += 1
         self.cards_passed += int(verdict(list(results))[0])
         self.tests_passed.append(sum(r.outcome == "pass" for r in results))
@@ -130,7 +134,9 @@ def calibration_json(calibration: Calibration, made_with: str) -> dict[str, Any]
     """What ``calibration.json`` holds.
 
     Per test each respondent's pass rate and the largest false-pass rate of the respondents that do
-    not respond (responsiveness tests only).
+    not respond (responsiveness tests only); the judging code's ``CALIBRATION_VERSION``; and each
+    respondent's outcome of every test at the first battery seed (``first_seed``), which a fast
+    test judges again to catch a change of outcome made without a version bump.
     """
     battery = calibration.plan.battery
     tests: dict[str, Any] = {}
@@ -140,7 +146,8 @@ def calibration_json(calibration: Calibration, made_with: str) -> dict[str, Any]
         responsive = test.family in RESPONSIVENESS
         tests[test.name] = {"pass_rate": rates,
                             "false_pass_rate": max(nulls) if responsive and nulls else None}
-    return {"battery_sha256": battery_sha256(battery), "made_with": made_with,
+    return {"battery_sha256": battery_sha256(battery),
+            "calibration_version": CALIBRATION_VERSION, "made_with": made_with,
             "seeds": calibration.seeds[0] if len(calibration.seeds) == 1 else
             [calibration.seeds[0], calibration.seeds[-1]],
             "runs": len(calibration.seeds),
@@ -150,4 +157,6 @@ def calibration_json(calibration: Calibration, made_with: str) -> dict[str, Any]
                 sum(t.tests_passed) / t.runs, 2), "max": max(t.tests_passed)}
                 for n, t in calibration.tallies.items()},
             "outcomes": {n: t.outcomes for n, t in calibration.tallies.items()},
+            "first_seed": {"seed": calibration.seeds[0],
+                           "outcomes": {n: t.first for n, t in calibration.tallies.items()}},
             "tests": tests}

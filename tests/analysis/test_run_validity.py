@@ -71,6 +71,19 @@ def test_laundering_rate_reads_the_first_and_final_proposals() -> None:
     assert laundering_rate([_record(0.0, "L", "do_nothing")])["rate"] is None
 
 
+def test_a_block_with_no_readable_reply_is_not_in_the_laundering_rate() -> None:
+    # the re-asks gave nothing readable: no evidence of laundering nor of its absence
+    garbled = _record(1.0, "H", "do_nothing", status="parse_failed")
+    garbled["attempts"] = [_attempt("H", "do_nothing", error=True),
+                           {"parsed": None, "rules": [], "llm": {}}]
+    garbled["final_proposal"] = garbled["threat_label"] = garbled["coping_label"] = None
+    laundered = _record(1.0, "H", "do_nothing", status="retry_approved", attempts=[
+        _attempt("H", "do_nothing", error=True), _attempt("L", "do_nothing")])
+    result = laundering_rate([garbled, laundered])
+    assert result["n_blocked"] == 2 and result["unreadable"] == 1 and result["rate"] == 1.0
+    assert laundering_rate([garbled])["rate"] is None
+
+
 def test_reason_coherence_uses_the_batterys_patterns(repo_root) -> None:
     patterns = coherence_patterns(repo_root / "configs" / "validity")
     records = [_record(0.0, "L", "do_nothing",

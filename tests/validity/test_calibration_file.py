@@ -2,18 +2,26 @@
 
 ``configs/validity/calibration.json`` is written by the command in docs/validity.md (the
 reference respondents through the battery, 50 seeds, about 10-15 minutes: too slow for CI).
-These tests catch the two ways it goes stale: the battery edited without regenerating it (every
-card would then say ``out_of_date``), and the table in docs/validity.md drifting from the file.
+These tests catch the ways it goes stale: the battery edited without regenerating it (every
+card would then say ``out_of_date``), the judging code changed without bumping
+``validity.CALIBRATION_VERSION`` (the first battery seed of two reference respondents, judged
+again in seconds, must give the outcomes the file stored), and the table in docs/validity.md
+drifting from the file.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from governed_broker.config import load_agent_types
+from governed_broker.config.loader import load_experiment
+from governed_broker.config.resolved import resolve_experiment
+from governed_broker.validity import CALIBRATION_VERSION
 from governed_broker.validity.battery import load_battery
 from governed_broker.validity.card import CALIBRATION_FILE, calibration_of
+from governed_broker.validity.reference import calibrate
 
 REPO = Path(__file__).resolve().parents[2]
 BATTERY = REPO / "configs" / "validity"
@@ -51,3 +59,33 @@ def test_the_docs_reference_table_is_the_calibration_file():
                 for name, test in data["tests"].items()}
     expected["card passed"] = {r: f"{rate:.2f}" for r, rate in data["cards_passed"].items()}
     assert docs == expected
+
+
+def test_a_calibration_by_other_judging_code_is_out_of_date(tmp_path):
+    battery = tmp_path / "validity"
+    shutil.copytree(BATTERY, battery)
+    domain = load_agent_types(REPO / "agent_types.yaml")
+    assert calibration_of(load_battery(battery, domain))["status"] == "current"
+    data = json.loads((battery / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    data["calibration_version"] = CALIBRATION_VERSION - 1
+    (battery / CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
+    stale = calibration_of(load_battery(battery, domain))
+    assert stale["status"] == "out_of_date" and "calibration version" in stale["note"]
+
+
+def test_the_first_battery_seed_is_judged_as_the_calibration_says(tmp_path):
+    """The deaf and the rule respondents at the first battery seed, through the real battery.
+
+    A change of any outcome means the judging code changed: bump ``CALIBRATION_VERSION`` and
+    regenerate the calibration (docs/validity.md).
+    """
+    data = json.loads((BATTERY / CALIBRATION_FILE).read_text(encoding="utf-8"))
+    demo = resolve_experiment(load_experiment(REPO / "experiments" / "demo.yaml",
+                                              [f"validity.cards_dir={tmp_path / 'cards'}"]))
+    again = calibrate(demo, ["deaf", "rule"], 1)
+    assert again.seeds == [data["first_seed"]["seed"]]
+    for name, tally in again.tallies.items():
+        stored = data["first_seed"]["outcomes"][name]
+        moved = {t: (stored.get(t), o) for t, o in tally.first.items() if stored.get(t) != o}
+        assert not moved, (f"{name}: outcomes moved (calibrated, now): {moved}; bump "
+                           "validity.CALIBRATION_VERSION and regenerate the calibration")

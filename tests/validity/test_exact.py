@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,19 +17,25 @@ from scipy import stats as scipy_stats
 from test_readout_battery import FLOODED, CharSource
 
 from governed_broker.cli import main
+from governed_broker.config import load_agent_types
 from governed_broker.config.base import ConfigError
 from governed_broker.llm import ScriptedBackend
 from governed_broker.llm.readout import ReadoutSettings, ReplyPath, Token
 from governed_broker.validity import stats
+from governed_broker.validity.battery import load_battery
 from governed_broker.validity.card import card_key
 from governed_broker.validity.exact import (
+    ExactReadout,
+    VignetteLaw,
     account_interval,
+    monotone,
     population_alpha,
     population_icc,
     population_spearman,
     total_variation,
     unread_bound,
 )
+from governed_broker.validity.plan import plan_battery
 from governed_broker.validity.readout_card import validate_distribution
 from governed_broker.validity.store import cards_dir, find_card
 from governed_broker.validity.validate import prepare
@@ -335,3 +342,25 @@ def test_a_card_over_sampled_accounts_bounds_their_monte_carlo_error(scripted_ex
     again = validate_distribution(experiment, tmp_path / "again",
                                   saved=result.out_dir / "readout.json", progress=False)
     assert again.card["key"] == result.card["key"] and _outcomes(again) == _outcomes(result)
+
+
+def test_an_exact_share_trend_in_an_action_no_vignette_offers_cannot_fail():
+    domain = load_agent_types(Path(__file__).resolve().parents[2] / "agent_types.yaml")
+    plan = plan_battery(load_battery(Path(__file__).resolve().parents[2] / "configs" / "validity",
+                                     domain), domain, {"high": 0.02, "low": 0.002})
+    test = next(t for t in plan.battery.tests.tests
+                if t.name == "owner_elevation_falls_with_cost")
+    keys = [level.vignette for level in plan.levels[test.name]]
+
+    def laws(offers: tuple[str, ...]) -> dict[str, VignetteLaw]:
+        return {k: VignetteLaw(k, {"threat": {"M": 1.0}, "coping": {"M": 1.0},
+                                   "action": {"do_nothing": 1.0}},
+                               {"threat": 0.0, "coping": 0.0, "action": 0.0}, offers)
+                for k in keys}
+
+    prompts = {k: k for k in keys}
+    offers = ("do_nothing", "buy_insurance", "relocate")
+    result = monotone(test, ExactReadout(plan, laws(offers), domain), prompts)
+    assert result.outcome == "not_informative" and "cannot fail" in result.note, result
+    offered = laws((*offers, "elevate_house"))
+    assert monotone(test, ExactReadout(plan, offered, domain), prompts).outcome == "fail"

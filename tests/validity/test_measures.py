@@ -6,13 +6,25 @@ tests that can give one.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
-from governed_broker.validity.battery import LaunderingTest, RetestTest
+from governed_broker.config import load_agent_types
+from governed_broker.validity.battery import LaunderingTest, RetestTest, load_battery
 from governed_broker.validity.card import verdict
-from governed_broker.validity.measures import Readout, TestResult, judge, laundering, retest
-from governed_broker.validity.plan import Sizing
+from governed_broker.validity.measures import (
+    Readout,
+    TestResult,
+    judge,
+    laundering,
+    monotone,
+    retest,
+)
+from governed_broker.validity.plan import Sizing, plan_battery
 from governed_broker.validity.probe import Reply
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _result(name: str, p: float | None, p_fail: float | None = 0.5, primary: bool = True,
@@ -113,3 +125,26 @@ def test_retest_says_how_many_grid_vignettes_it_left_out() -> None:
     result = retest(test, read, 0.05, 100, 1)
     assert result.detail["vignettes"] == 2 and result.n == 4
     assert "1 of 3 grid vignettes left out: fewer than 2 readable replies" in result.note
+
+
+def test_a_share_trend_in_an_action_no_vignette_offers_cannot_fail() -> None:
+    # owners' elevation against its cost, asked of households offered no elevation: never
+    # choosing it is no evidence of deafness to the cost
+    domain = load_agent_types(REPO / "agent_types.yaml")
+    plan = plan_battery(load_battery(REPO / "configs" / "validity", domain), domain,
+                        {"high": 0.02, "low": 0.002})
+    test = next(t for t in plan.battery.tests.tests
+                if t.name == "owner_elevation_falls_with_cost")
+    k = plan.sizes[test.name].per_vignette
+    offers = ("do_nothing", "buy_insurance", "relocate")
+    replies = [Reply(vignette=level.vignette, replicate=r, agent_id=r, threat="M", coping="M",
+                     action="do_nothing", reason="", blocked=False, status="approved",
+                     final_action="do_nothing", final_threat="M", final_coping="M",
+                     allowed=offers, context_hash=level.vignette)
+               for level in plan.levels[test.name] for r in range(k)]
+    result = judge([monotone(test, Readout(plan, replies, domain), 0.05)], 0.05)[0]
+    assert result.outcome == "not_informative" and "cannot fail" in result.note, result
+    # elevation on offer and never chosen: no response to its cost
+    offered = [replace(r, allowed=(*offers, "elevate_house")) for r in replies]
+    assert judge([monotone(test, Readout(plan, offered, domain), 0.05)], 0.05)[0].outcome == \
+        "fail"

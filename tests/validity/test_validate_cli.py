@@ -79,6 +79,16 @@ def test_quick_card_has_its_own_key(scripted_file, tmp_path) -> None:
     assert quick["battery"]["decisions"] < full["battery"]["decisions"]
 
 
+def test_a_quick_card_never_passes(scripted_file, tmp_path, monkeypatch) -> None:
+    # even when every primary test of the quick battery passed
+    monkeypatch.setattr("governed_broker.validity.card.verdict",
+                        lambda results: (True, "passed: all 7 primary tests passed"))
+    assert _validate(scripted_file, tmp_path / "quick", "--quick") == 1
+    card = json.loads((tmp_path / "quick" / "validity_card.json").read_text())
+    assert card["passed"] is False
+    assert card["verdict"].startswith("not passed: a quick card never passes")
+
+
 def test_report_of_a_validate_directory(scripted_file, tmp_path) -> None:
     out = tmp_path / "v"
     _validate(scripted_file, out)
