@@ -188,6 +188,7 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
             provenance = {"model": prober.backend.describe(), "source": source.name,
                           "configuration_key": card_key(experiment, plan),
                           "top_k": settings.top_k, "accounts": settings.accounts,
+                          "min_path_mass": settings.min_path_mass,
                           "vignettes": len(read), "primary_only": primary_only,
                           "passes": sum(r.reply.passes for r in read),
                           "wall_s": round(time.perf_counter() - start, 1)}

@@ -45,13 +45,15 @@ SUM_TOLERANCE = 1e-6
 def readout_key(sampled_key: str, settings: ReadoutSettings, primary_only: bool) -> str:
     """The key of a distribution card: the sampled card's key with the readout's settings.
 
-    Sampled accounts enter the key only when there are some, so a greedy readout's key is the
-    one it had before accounts existed.
+    Sampled accounts and the pruning of improbable token paths enter the key only when they
+    are used, so a readout made before either existed keeps its key.
     """
     facts: dict[str, Any] = {"configuration": sampled_key, "readout": "distribution",
                              "top_k": settings.top_k, "primary_only": primary_only}
     if settings.accounts:
         facts["accounts"] = settings.accounts
+    if settings.min_path_mass:
+        facts["min_path_mass"] = settings.min_path_mass
     text = json.dumps(facts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -125,8 +127,10 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
         if saved is not None:  # judged as it was read
             data = _read_saved(saved, prepared)
             primary_only = bool(data["provenance"].get("primary_only", False))
-            settings = ReadoutSettings(top_k=int(data["provenance"]["top_k"]),
-                                       accounts=int(data["provenance"].get("accounts", 0)))
+            made = data["provenance"]  # readouts made before a setting existed: without it
+            settings = ReadoutSettings(top_k=int(made["top_k"]),
+                                       accounts=int(made.get("accounts", 0)),
+                                       min_path_mass=float(made.get("min_path_mass", 0.0)))
         else:
             data = read_battery(experiment, settings, backend=backend, source=token_source,
                                 progress=ProgressLine() if progress else None,

@@ -363,3 +363,21 @@ def test_a_sampled_token_the_readout_did_not_see_is_an_error():
     source = ToySource(reply(), rules, sampled={1: reply(threat="M")})
     with pytest.raises(ReadoutError, match="does not continue the reply"):
         read_distributions(source, request(), ReadoutSettings(accounts=1), seeds=[1])
+
+
+def test_improbable_token_paths_within_a_value_are_not_read_further():
+    """A path below min_path_mass stops there: fewer positions, its mass counted unread.
+
+    "ele" (0.25 of the allowed 0.95) and "el" (0.05) both lead on to two elevate actions; with
+    the threshold above both paths (0.26 and 0.05 of the decision) neither is read further, and
+    their share goes to the unread mass.
+    """
+    full = read_distributions(ToySource(reply()), request(), ReadoutSettings(min_path_mass=0))
+    cut = read_distributions(ToySource(reply()), request(), ReadoutSettings(min_path_mass=0.3))
+    f, c = full.field("decision"), cut.field("decision")
+    assert c.passes < f.passes and f.unresolved_mass == 0.0
+    assert c.unresolved_mass == pytest.approx(0.30 / 0.95)
+    assert c.unread >= c.unresolved_mass
+    assert sum(c.probabilities) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="min_path_mass 1.0"):
+        ReadoutSettings(min_path_mass=1.0)
