@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -28,12 +26,13 @@ from governed_broker.run_dir import RunLock, check_out_dir, write_atomic
 from governed_broker.validity.card import card_identity, make_card
 from governed_broker.validity.exact import FIELD_OF, exact_tests, laws_from_readout
 from governed_broker.validity.readout import ProgressLine, read_battery
-from governed_broker.validity.store import CARD_FILE, card_text, cards_dir, save_card
+from governed_broker.validity.store import cards_dir, save_card
 from governed_broker.validity.validate import (
     Prepared,
     Validation,
     empty_work_dir,
     prepare,
+    publish_card,
 )
 
 #: The readout's own file in a card's directory (every distribution and the positions read).
@@ -156,9 +155,6 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
                                   "uses": v["uses"], **{m: v[m] for m in FIELD_OF}}
                                  for v in data["vignettes"]]
         write_atomic(work / READOUT_FILE, json.dumps(data, indent=1) + "\n")
-        write_atomic(work / CARD_FILE, card_text(card))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(work, out)
+        publish_card(work, out, card)
     stored = save_card(card, cards_dir(experiment.config)) if store else None
     return Validation(card, out, stored, results)

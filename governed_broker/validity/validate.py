@@ -95,6 +95,18 @@ def empty_work_dir(out: Path, overwrite: bool) -> Path:
     return work
 
 
+def publish_card(work: Path, out: Path, card: dict[str, Any]) -> None:
+    """Write ``card`` into ``work`` and put ``work`` in the place of ``out`` at once.
+
+    Called under the output directory's lock: an earlier ``out`` (checked by
+    ``empty_work_dir``) is replaced only once the whole card is written.
+    """
+    write_atomic(work / CARD_FILE, card_text(card))
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(work, out)
+
+
 @dataclass(frozen=True)
 class Prepared:
     """A battery ready to run for an experiment: the plan, its card key and its budget."""
@@ -178,10 +190,7 @@ def validate(experiment: ResolvedExperiment, out_dir: Path | None = None, *, qui
                              "budget": prepared.budget.to_json()}}
         card = make_card(key, experiment, plan.battery, results, provenance, facts)
         _write_vignettes(work / VIGNETTES_FILE, plan)
-        write_atomic(work / CARD_FILE, card_text(card))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(work, out)
+        publish_card(work, out, card)
     stored = save_card(card, cards_dir(experiment.config)) if store else None
     return Validation(card, out, stored, results)
 
