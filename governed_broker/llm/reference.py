@@ -432,11 +432,8 @@ class ReferenceSource:
 
         laws = self.laws(request)
         best = {f: _greedy_value(law) for f, law in laws.items()}
-        text = json.dumps({"threat_appraisal": {"label": best["threat_appraisal.label"],
-                                                "reason": "r"},
-                           "coping_appraisal": {"label": best["coping_appraisal.label"],
-                                                "reason": "r"},
-                           "decision": best["decision"], "reason": ""})
+        text = json.dumps(_reply(best["threat_appraisal.label"], best["coping_appraisal.label"],
+                                 best["decision"], "", {"threat": "r", "coping": "r"}))
         return ReplyPath(text, tuple(Token(c.encode()) for c in text), laws)
 
     def top_tokens(self, reply: Any, prefix: Sequence[Any], k: int) -> list[Any]:
