@@ -138,6 +138,13 @@ class GridSource:
                 except _DAMAGED as exc:
                     raise self._damaged(f"grid {name!r}", exc) from None
                 yield year, name, self._decode(name, data, header_only)
+            try:
+                complete = _ends_cleanly(archive)
+            except _DAMAGED as exc:
+                raise self._damaged("its end", exc) from None
+            if not complete:
+                raise self._damaged("its end", tarfile.ReadError(
+                    "it ends before its end-of-archive marker"))
 
     def _member(self, archive: tarfile.TarFile, year: int, name: str) -> bytes:
         """The bytes of the archive's grid ``name`` (the grid of ``year``)."""
@@ -185,13 +192,17 @@ class GridSource:
 def _ends_cleanly(archive: tarfile.TarFile) -> bool:
     """Whether a tar archive whose members were all read ends with its end-of-archive marker.
 
-    The marker is two zero blocks (a compressed archive also has its compression's end): a
-    download cut short between two members has none, and its later members are missing.
+    The marker is two zero blocks: a download cut short between two members has none, and its
+    later members are missing. A compressed archive is read on to its compression's end, whose
+    length and checksum are verified there (a stream cut short raises ``EOFError``): a cut in
+    the last bytes loses no member but says the download did not finish.
     """
     archive.getmembers()
     archive.fileobj.seek(archive.offset)
-    tail = archive.fileobj.read(1 << 20)
-    return len(tail) >= 2 * tarfile.BLOCKSIZE and not tail[: 2 * tarfile.BLOCKSIZE].strip(b"\0")
+    tail = archive.fileobj.read(2 * tarfile.BLOCKSIZE)
+    while archive.fileobj.read(1 << 20):
+        pass
+    return len(tail) == 2 * tarfile.BLOCKSIZE and not tail.strip(b"\0")
 
 
 def parse_header(text: str, where: str) -> tuple[GridGeometry, str]:

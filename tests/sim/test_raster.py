@@ -259,6 +259,7 @@ def test_nan_cells_are_nodata_only_when_the_grid_declares_nan_its_nodata(
 
 
 @pytest.mark.parametrize("suffix, cut", [("tar.gz", 0.1), ("tar.gz", 0.5), ("tar.gz", -30),
+                                        ("tar.gz", -8),  # every member and the marker there
                                         ("tar", 2048)])  # after its second member
 def test_a_truncated_archive_is_named_as_such(experiments, grid_dir, tmp_path, suffix,
                                               cut) -> None:
