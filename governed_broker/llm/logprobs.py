@@ -14,8 +14,11 @@
   ``llama-server``, vLLM): a path is a chat completion with ``logprobs``; a position
   after it is a one-token chat completion that continues the path's text as the assistant's
   message (``continue_final_message``, vLLM's name; llama-server continues a final assistant
-  message by itself) with ``top_logprobs`` (at most 20, the API's limit). The server
-  tokenises that text again, and a readout is as deterministic as the server.
+  message by itself) with ``top_logprobs`` (at most 20, the API's limit). The path is asked
+  for with ``cache_prompt: false`` (llama-server's field; a server that refuses it answers
+  with an HTTP error, which the readout names), so its prompt is evaluated whole, as the
+  embedded source's is. The server tokenises that text again, and a readout is as
+  deterministic as the server.
 
 Every other backend (``ollama``, ``scripted``, ...) cannot be read: ``token_source`` says so
 and what to use instead.
@@ -183,6 +186,9 @@ class ChatLogprobsSource:
                            # as the openai backend sends them
                            "seed": request.seed % (2**31), **request.sampling_options(),
                            "max_tokens": request.max_tokens, "logprobs": True,
+                           # llama-server: evaluated whole, never reused from the call
+                           # before (reused, P(VL) read 0.034 away)
+                           "cache_prompt": False,
                            "top_logprobs": 1,  # the tokens are what is needed here
                            "response_format": openai_response_format(request.json_schema)})
         steps = _logprob_steps(data, self.name)
