@@ -134,6 +134,25 @@ class ExperimentConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _buyout_applications_are_for_the_baseline(self) -> ExperimentConfig:
+        """A programme that takes applications needs households that can be told how to apply.
+
+        No household prompt states an application yet, so an LLM household would see the
+        buyout action open without a word of what choosing it means.
+        """
+        if self.decision.maker != "llm":
+            return self
+        later = self.with_policy_change().buyout if self.policy_change is not None else None
+        for where, programme in (("buyout", self.buyout),
+                                 ("policy_change.settings.buyout", later)):
+            if programme is not None and programme.offer_delay_years:
+                raise ValueError(
+                    f"{where}.offer_delay_years is {programme.offer_delay_years}: LLM "
+                    "households cannot apply to a buyout programme yet (no prompt says how); "
+                    "set it to 0 or use decision.maker: baseline")
+        return self
+
+    @model_validator(mode="after")
     def _required_start_within_initial_insured(self) -> ExperimentConfig:
         """Required households start insured, within the population's initial insured share."""
         required, generate = self.insurance.mandatory_purchase, self.population.generate

@@ -643,7 +643,9 @@ class BuyoutConfig(StrictModel):
     is an action whose effect is ``buyout`` (open only with an offer); the household leaves for
     good. With an annual budget, the year's new offers are made in the allocation order while
     their prices fit it, so the budget holds whatever the households choose. An offer stays
-    open ``offer_years`` years at its price.
+    open ``offer_years`` years at its price. With ``offer_delay_years`` the eligible owners apply
+    in the flood's year (choosing the action whose effect is ``buyout`` is the application) and
+    the programme makes its offers to the applicants that many years later.
     """
 
     source: Source
@@ -662,6 +664,10 @@ class BuyoutConfig(StrictModel):
     offer_years: int = Field(default=1, ge=1, le=10, description=(
         "years an offer stays open at its price, the year it is made included (1, the "
         "default: it lapses with the year)"))
+    offer_delay_years: int = Field(default=0, ge=0, le=5, description=(
+        "years from an owner's application to the programme's offer (appraisal and funding); "
+        "0, the default: owners do not apply, every eligible owner is offered in the flood's "
+        "year"))
 
 
 class GroupPolicyConfig(StrictModel):

@@ -55,7 +55,11 @@ class OptionBatch:
             (``sim.instruments.grants``).
         buyout_offered: Whether the buyout programme offers to buy the home this year
             (``sim.instruments.buyouts``).
-        buyout_price_usd: The price it offers (dollars; 0 without an offer).
+        buyout_price_usd: The price it offers, or would offer an applicant (dollars; 0
+            without either).
+        buyout_application: Whether the owner may apply to the buyout programme this year
+            (``buyout.offer_delay_years``): the action that sells to it is open, and taking it
+            is the application.
         preferred: Whether the home is offered the banded premiums of
             ``insurance.preferred_risk`` (in its zones and, with its loss-history rule, still
             eligible; banded premiums under legacy pricing).
@@ -77,6 +81,7 @@ class OptionBatch:
     subsidy_offered: np.ndarray | bool = True
     buyout_offered: np.ndarray | bool = False
     buyout_price_usd: np.ndarray | float = 0.0
+    buyout_application: np.ndarray | bool = False
     preferred: np.ndarray | bool = False
     premium_factor: np.ndarray | float = 1.0
     premium_cap_usd: np.ndarray | float = np.inf
@@ -207,7 +212,8 @@ WORLD_EFFECTS: dict[str, WorldEffect] = {
         EFFECTS["buyout"],
         cost_usd=lambda b: np.broadcast_to(b.buyout_cost_usd(), b.owner.shape),
         loss_if_flood_usd=lambda b: b.zeros(),
-        open_to=lambda b: np.broadcast_to(b.buyout_offered, b.owner.shape) & b.owner),
+        open_to=lambda b: np.broadcast_to(b.buyout_offered | b.buyout_application,
+                                          b.owner.shape) & b.owner),
 }
 
 

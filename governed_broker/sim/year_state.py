@@ -112,7 +112,10 @@ class YearState:
         subsidy_usd: Elevation grant paid this year (dollars; execution).
         buyout_offered: The buyout programme offered to buy the home
             (``sim.instruments.buyouts``; perception phase).
-        buyout_price_usd: The price offered (dollars; 0 without an offer; perception phase).
+        buyout_price_usd: The price offered, or that would be offered to an applicant
+            (dollars; 0 without either; perception phase).
+        buyout_application: The owner may apply to the buyout programme this year
+            (``buyout.offer_delay_years``; perception phase).
         buyout_usd: The price paid for a home sold to the programme (dollars; execution).
         preferred: Offered the banded premiums of ``insurance.preferred_risk``
             (``sim.instruments.pricing``; perception phase).
@@ -156,6 +159,7 @@ class YearState:
     subsidy_usd: np.ndarray = field(default_factory=_none)
     buyout_offered: np.ndarray = field(default_factory=_none)
     buyout_price_usd: np.ndarray = field(default_factory=_none)
+    buyout_application: np.ndarray = field(default_factory=_none)
     buyout_usd: np.ndarray = field(default_factory=_none)
     preferred: np.ndarray = field(default_factory=_none)
     premium_factor: np.ndarray = field(default_factory=_none)

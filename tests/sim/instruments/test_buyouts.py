@@ -6,13 +6,15 @@ offer; accepting sells the home to the programme at the offered price and the ho
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from governed_broker.config import ConfigError
+from governed_broker.config import ConfigError, load_experiment
 from governed_broker.config.world import BuyoutConfig
 from governed_broker.sim.instruments.buyouts import buyout_offers
 from tests.sim.instruments.small_world import scripted, small_world
@@ -141,3 +143,60 @@ def test_without_a_new_flood_no_new_offer(world) -> None:
     # repetitive-loss owners after year 2; year 3 has no flood, so no offer (offers lapse)
     _, second, third = run(world({}, PROGRAMME)[0], 3)
     assert _offered(second) == [1, 2, 5] and _offered(third) == []
+
+
+def test_owners_apply_and_the_offer_follows_its_delay(world) -> None:
+    # 1, 2 and 5 are eligible after the second flood (year 2); 1 and 5 apply, 2 does not
+    script = {(2, 1): "accept_buyout", (2, 5): "accept_buyout", (4, 1): "accept_buyout"}
+    model, maker = world(script, {**PROGRAMME, "offer_delay_years": 1, "offer_years": 2},
+                         years=4)
+    _, second, third, fourth = run(model, 4)
+    assert _offered(second) == []  # an application, not an offer
+    seen = {s.agent_id: s for s in maker.seen[1]}
+    assert [a for a, s in seen.items() if "accept_buyout" in s.allowed_actions] == [1, 2, 5]
+    told = {}
+    for a in (1, 2, 5):
+        assert seen[a].facts.buyout_offer_usd is None  # not an offer yet
+        told[a] = seen[a].structure_value_usd + seen[a].unrepaired_damage_usd  # pre-flood
+        assert told[a] > 0
+    # applying: the owner stays, nothing is paid, the default action runs
+    applied = second[1]
+    assert (applied["proposed_action"], applied["executed_action"]) == (
+        "accept_buyout", "do_nothing")
+    assert applied["feasible"] and not applied["relocated_after"]
+    assert applied["buyout_usd"] == 0.0 and applied["action_cost_usd"] == 0.0
+    # the year after, the applicants (only they) are offered the price they were told
+    assert _offered(third) == [1, 5]
+    offered = {s.agent_id: s for s in maker.seen[2]}
+    assert offered[1].facts.buyout_offer_usd == pytest.approx(told[1])  # the year-2 price
+    assert "accept_buyout" not in offered[2].allowed_actions
+    # 1 accepts in the offer's second year; 5 declined both years
+    assert fourth[1]["buyout_usd"] == pytest.approx(told[1])
+    assert fourth[1]["relocated_after"] and not fourth[5]["relocated_after"]
+    assert _offered(fourth) == [1, 5]
+
+
+def test_an_application_the_budget_does_not_reach_waits(world) -> None:
+    # every owner applies in year 2; about $200,000 a home against a $250,000 budget a year
+    script = {(2, a): "accept_buyout" for a in (1, 2, 5)}
+    budget = {**PROGRAMME, "offer_delay_years": 1, "annual_budget_usd": 250_000,
+              "allocation": "by_need"}
+    _, second, third, fourth = run(world(script, budget, years=4)[0], 4)
+    assert _offered(second) == []
+    assert _offered(third) == [5] and _offered(fourth) == [2]  # neediest first, then the next
+
+
+
+def test_applications_are_refused_for_llm_households(repo_root) -> None:
+    """No household prompt says how to apply yet: a clear error at load, not a silent prompt."""
+    experiment = repo_root / "experiments" / "policy_buyout.yaml"
+    arm = load_experiment(experiment).sweep.cases["buyout"]["policy_change"]
+    assert arm["settings"]["buyout"]["offer_delay_years"] == 1
+    load_experiment(experiment, [f"policy_change={json.dumps(arm)}"])  # the baseline may
+    with pytest.raises(ConfigError, match=r"policy_change\.settings\.buyout\.offer_delay_years "
+                                          r"is 1: LLM households cannot apply"):
+        load_experiment(experiment, ["decision.maker=llm", f"policy_change={json.dumps(arm)}"])
+    programme = {**PROGRAMME, "offer_delay_years": 2}
+    with pytest.raises(ConfigError, match=r"buyout\.offer_delay_years is 2"):
+        load_experiment(experiment, ["decision.maker=llm",
+                                     f"buyout={json.dumps(programme)}"])
