@@ -842,6 +842,10 @@ class BaselineParams(StrictModel):
     coping_min: Share
     relocation_threat_min: Share
     implementation_probability: Share
+    renewal_review_probability: Share = Field(default=1.0, description=(
+        "yearly chance that a household with a policy in force weighs renewing it; otherwise "
+        "it renews by default when doing nothing else (status-quo inertia). 1, the default: "
+        "every year, the rule as before"))
     utility: Literal["expected", "prospect"] = Field(default="expected", description=(
         "how actions are valued: expected log utility of wealth, or prospect theory"))
     prospect: ProspectParams | None = Field(default=None, description=(

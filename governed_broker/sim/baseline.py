@@ -29,6 +29,10 @@ For each household (vectorised over the batch; docs/decisions.md "Baseline decis
    is implemented this year with probability ``implementation_probability`` (motivation-to-
    action delay). A household that takes no new measure (unmotivated or delayed) renews its
    policy in force when that beats doing nothing (habit), and otherwise lets it lapse.
+6. Inertia: a household with a policy in force weighs renewing it only in a year it reviews
+   its cover, with probability ``renewal_review_probability`` (1: every year); in the other
+   years, where its choice is to do nothing, it renews instead (status-quo bias: Samuelson &
+   Zeckhauser 1988; no measurement of the chance was found: docs/decisions.md).
 
 Scores are mapped to labels by ``agent_types.yaml`` ``pmt_labels``.
 """
@@ -168,7 +172,19 @@ class BaselineDecisionMaker:
         rng = child_rng(self.seed, "baseline", year)
         go = rng.random(len(best)) < prm.implementation_probability
         self._delayed = new_measure & ~go
-        return np.where(self._delayed, fallback, best)
+        choice = np.where(self._delayed, fallback, best)
+        return self._inertia(choice, candidates, eu, insured, year)
+
+    def _inertia(self, choice, candidates, eu, insured, year) -> np.ndarray:
+        """Renewal by default where a household with a policy does not review it this year."""
+        q = self.params.renewal_review_probability
+        if q >= 1.0:
+            return choice  # no draw: runs of the rule as before stay byte-identical
+        review = child_rng(self.seed, "baseline", "review", year).random(len(choice)) < q
+        renewal = np.where(candidates & self.renews[None, :] & insured[:, None], eu, -np.inf)
+        can_renew = np.isfinite(renewal.max(axis=1, initial=-np.inf))
+        stays = ~review & (choice == self.default) & can_renew
+        return np.where(stays, np.argmax(renewal, axis=1), choice)
 
     def _value(self, annual_cost: np.ndarray, loss: np.ndarray, wealth: np.ndarray,
                p_perc: np.ndarray) -> np.ndarray:

@@ -216,3 +216,24 @@ def test_prospect_value_falls_with_cost_loss_and_chance(p, q, cost, loss, more) 
     assert value(cost, loss + more, p) <= here
     low, high = sorted((p, q))
     assert value(cost, loss, high) <= value(cost, loss, low) + 1e-9
+
+
+def _review(repo_root, q: float) -> BaselineDecisionMaker:
+    types = load_agent_types(repo_root / "agent_types.yaml")
+    return BaselineDecisionMaker(params(repo_root, implementation_probability=1.0,
+                                        perception_sigma=0.0, renewal_review_probability=q),
+                                 types, seed=1)
+
+
+def test_inertia_renews_a_policy_the_household_does_not_review(repo_root) -> None:
+    # a policy in force on a home whose flood chance makes renewing worse than nothing
+    holders = [situation(a, prob=0.001, insured=True) for a in range(1, 2001)]
+    lapse = {q: sum(d.action == "do_nothing" for d in _review(repo_root, q).decide(holders))
+             / len(holders) for q in (1.0, 0.3, 0.0)}
+    assert lapse[1.0] == 1.0 and lapse[0.0] == 0.0  # every year / never reviewed
+    assert lapse[0.3] == pytest.approx(0.3, abs=0.04)  # 2,000 draws: sd 0.010
+    # the uninsured are not held by it, and an unaffordable renewal is not forced
+    free = _review(repo_root, 0.0).decide([
+        situation(1, prob=0.001), situation(2, prob=0.001, insured=True, savings=1_000.0)])
+    assert [d.action for d in free] == ["do_nothing", "do_nothing"]
+
