@@ -846,6 +846,11 @@ class BaselineParams(StrictModel):
         "yearly chance that a household with a policy in force weighs renewing it; otherwise "
         "it renews by default when doing nothing else (status-quo inertia). 1, the default: "
         "every year, the rule as before"))
+    initial_policies: Literal["as_drawn", "by_perception"] = Field(
+        default="as_drawn", description=(
+            "who holds the voluntary policies at the start: as_drawn, the population's draw; "
+            "by_perception, within each zone and tenure the same number of policies held by the "
+            "households whose perception factor is highest (those the rule would keep insured)"))
     utility: Literal["expected", "prospect"] = Field(default="expected", description=(
         "how actions are valued: expected log utility of wealth, or prospect theory"))
     prospect: ProspectParams | None = Field(default=None, description=(

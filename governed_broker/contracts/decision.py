@@ -306,6 +306,19 @@ class ReflectionTarget:
 
 
 @runtime_checkable
+class RanksInitialPolicyholders(Protocol):
+    """A decision maker that says who of a zone would hold the voluntary policies at the start.
+
+    So that the run starts where the maker would keep it, not with policies drawn independently
+    of how the households see the risk (``sim.model``).
+    """
+
+    def initial_policy_scores(self, agent_ids: Sequence[int]) -> Sequence[float] | None:
+        """A score per household (higher: keeps a policy first), or None: as drawn."""
+        ...
+
+
+@runtime_checkable
 class DecisionMaker(Protocol):
     """Decides for a batch of households; must not mutate the world.
 

@@ -93,6 +93,16 @@ class BaselineDecisionMaker:
             self._disposition[agent_id] = float(np.exp(self.params.perception_sigma * z))
         return np.array([self._disposition[a] for a in agent_ids])
 
+    def initial_policy_scores(self, agent_ids: Sequence[int]) -> np.ndarray | None:
+        """Each household's perception factor, when policies start with the most worried.
+
+        ``initial_policies: by_perception`` (``contracts.decision.RanksInitialPolicyholders``);
+        None (as drawn) otherwise.
+        """
+        if self.params.initial_policies != "by_perception":
+            return None
+        return self.disposition(agent_ids)
+
     def perceived_probability(
         self, flood_probability: np.ndarray, years_since_flood: np.ndarray,
         disposition: np.ndarray | float = 1.0,

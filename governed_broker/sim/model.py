@@ -32,6 +32,7 @@ from governed_broker.contracts.decision import (
     Decision,
     DecisionMaker,
     HouseholdSituation,
+    RanksInitialPolicyholders,
     ReflectionTarget,
 )
 from governed_broker.contracts.institutions import InstitutionMaker
@@ -44,6 +45,7 @@ from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.impacts import apply_impacts
 from governed_broker.sim.institutions import Institutions
 from governed_broker.sim.instruments.base import Instrument, make_instruments
+from governed_broker.sim.instruments.mandatory import MandatoryPurchase, holders_by_score
 from governed_broker.sim.memory_bridge import WorldMemory
 from governed_broker.sim.network import NeighbourIndex, build_graph
 from governed_broker.sim.perception import allowed_actions, situations
@@ -116,6 +118,7 @@ class FloodModel(mesa.Model):
         self.instruments: list[Instrument] = make_instruments(self)
         for instrument in self.instruments:
             instrument.start()
+        self._initial_policies_by_score()
         self.world_memory = (
             None if config.memory.engine == "none"
             else WorldMemory(config, self.domain, self.hh.insured, self.hh.elevated, run_dir)
@@ -125,6 +128,24 @@ class FloodModel(mesa.Model):
         if experiment.institutions is not None:
             self.institutions = Institutions(self, experiment.institutions, institution_makers)
         self.last_institution_row: dict[str, Any] = {}
+
+    def _initial_policies_by_score(self) -> None:
+        """The start's voluntary policies go to the households the maker ranks first.
+
+        Only for a maker that ranks them (``RanksInitialPolicyholders``; the baseline with
+        ``initial_policies: by_perception``): within each zone and tenure the count of policies
+        stays, the required households keep theirs (``holders_by_score``).
+        """
+        maker = self.decision_maker
+        if not isinstance(maker, RanksInitialPolicyholders):
+            return
+        scores = maker.initial_policy_scores(range(1, self.n + 1))
+        if scores is None:
+            return
+        hh = self.hh
+        required = self.instrument(MandatoryPurchase.name).arrays["insurance_required"]
+        groups = hh.zone_index * 2 + hh.is_owner.astype(np.int64)
+        hh.insured[...] = holders_by_score(hh.insured, required, groups, np.asarray(scores))
 
     def instrument(self, name: str) -> Instrument:
         """The instrument registered as ``name``."""

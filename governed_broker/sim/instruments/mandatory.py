@@ -73,6 +73,30 @@ def draw_required(config: MandatoryPurchaseConfig | None, zone: np.ndarray, is_o
     return enforced_in(config, *requirement_draws(config, zone, is_owner, seed), year)
 
 
+def holders_by_score(insured: np.ndarray, required: np.ndarray, groups: np.ndarray,
+                     scores: np.ndarray) -> np.ndarray:
+    """Who holds the start's policies when the highest scores keep them.
+
+    Within each group (zone and tenure) the count of policies stays; the required households
+    hold theirs, and the rest go to the other households in descending score (ties in index
+    order).
+
+    Args:
+        insured: Who holds a policy at the start (the count per group is kept).
+        required: Whose lender enforces the requirement (insured whatever the score).
+        groups: A group label per household.
+        scores: A score per household (``RanksInitialPolicyholders``).
+    """
+    out = np.asarray(required, dtype=bool).copy()
+    for group in np.unique(groups):
+        members = np.flatnonzero(groups == group)
+        room = int(insured[members].sum()) - int(out[members].sum())
+        free = members[~out[members]]
+        ranked = free[np.argsort(-np.asarray(scores)[free], kind="stable")]
+        out[ranked[:max(room, 0)]] = True
+    return out
+
+
 def keep_initial_share(insured: np.ndarray, required: np.ndarray, groups: np.ndarray,
                        rng: np.random.Generator) -> np.ndarray:
     """Who is insured at the start once the required households are.

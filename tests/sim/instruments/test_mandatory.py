@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from governed_broker.config import ConfigError
+from governed_broker.config.resolved import resolve_experiment
 from governed_broker.config.world import MandatoryPurchaseConfig
-from governed_broker.sim import FloodModel
-from governed_broker.sim.instruments.mandatory import draw_required, with_insurance
+from governed_broker.sim import BaselineDecisionMaker, FloodModel
+from governed_broker.sim.instruments.mandatory import (
+    draw_required,
+    holders_by_score,
+    with_insurance,
+)
 from tests.sim.instruments.small_world import scripted, small_world
 from tests.sim.test_model import Scripted, run
 
@@ -175,3 +182,48 @@ def test_a_released_household_keeps_its_policy_by_its_own_choice_only(world) -> 
     assert not rows[1][1]["insurance_required"] and not rows[1][5]["insurance_required"]
     assert rows[1][1]["insured_after"] and not rows[1][1]["lender_placed"]
     assert not rows[1][5]["insured_after"] and not rows[2][1]["insured_after"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.integers(0, 3),
+                          st.floats(-5, 5, allow_nan=False)), min_size=1, max_size=60))
+def test_holders_by_score_keep_each_groups_count_and_the_required(rows) -> None:
+    insured, required, groups, scores = (np.array(c) for c in zip(*rows, strict=True))
+    required &= insured  # at the start the required hold policies within the count
+    out = holders_by_score(insured, required, groups, scores)
+    assert out[required].all()
+    for g in np.unique(groups):
+        members = groups == g
+        assert out[members].sum() == insured[members].sum()
+        free = members & ~required
+        if (out & free).any() and (~out & free).any():  # the most worried keep the policies
+            assert scores[out & free].min() >= scores[~out & free].max()
+
+
+def test_the_baseline_can_start_its_policies_with_the_most_worried(experiments) -> None:
+    data = experiments.data()
+    data["population"]["size"] = 600
+    by_draw = FloodModel(experiments.config(data=data), _baseline(experiments, data))
+    data["decision"]["baseline"]["initial_policies"] = "by_perception"
+    maker = _baseline(experiments, data)
+    model = FloodModel(experiments.config(data=data), maker)
+    hh, d = model.hh, maker.disposition(range(1, model.n + 1))
+    required = model.instrument("mandatory_purchase").arrays["insurance_required"]
+    assert np.array_equal(required, by_draw.instrument("mandatory_purchase")
+                          .arrays["insurance_required"]) and hh.insured[required].all()
+    groups = hh.zone_index * 2 + hh.is_owner
+    moved = 0
+    for g in np.unique(groups):
+        members = groups == g
+        assert hh.insured[members].sum() == by_draw.hh.insured[members].sum()
+        free = members & ~required
+        if (hh.insured & free).any() and (~hh.insured & free).any():
+            assert d[hh.insured & free].min() >= d[~hh.insured & free].max()
+        moved += int((hh.insured[members] != by_draw.hh.insured[members]).sum())
+    assert moved > 0  # the draw's holders were not already the most worried
+
+
+def _baseline(experiments, data):
+    config = experiments.config(data=data)
+    return BaselineDecisionMaker(config.decision.baseline, resolve_experiment(config).domain,
+                                 config.seed)
