@@ -45,7 +45,11 @@ from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.impacts import apply_impacts
 from governed_broker.sim.institutions import Institutions
 from governed_broker.sim.instruments.base import Instrument, make_instruments
-from governed_broker.sim.instruments.mandatory import MandatoryPurchase, holders_by_score
+from governed_broker.sim.instruments.mandatory import (
+    MandatoryPurchase,
+    holders_by_score,
+    zone_tenure_groups,
+)
 from governed_broker.sim.memory_bridge import WorldMemory
 from governed_broker.sim.network import NeighbourIndex, build_graph
 from governed_broker.sim.perception import allowed_actions, situations
@@ -144,8 +148,8 @@ class FloodModel(mesa.Model):
             return
         hh = self.hh
         required = self.instrument(MandatoryPurchase.name).arrays["insurance_required"]
-        groups = hh.zone_index * 2 + hh.is_owner.astype(np.int64)
-        hh.insured[...] = holders_by_score(hh.insured, required, groups, np.asarray(scores))
+        hh.insured[...] = holders_by_score(hh.insured, required, zone_tenure_groups(hh),
+                                           np.asarray(scores))
 
     def instrument(self, name: str) -> Instrument:
         """The instrument registered as ``name``."""

@@ -25,6 +25,7 @@ from governed_broker.contracts.effects import COMBINE, NO_EFFECT, effect_names, 
 from governed_broker.seeding import child_rng
 from governed_broker.sim.effects import Executed, Priced, price
 from governed_broker.sim.finance import affordable
+from governed_broker.sim.households import HouseholdArrays
 from governed_broker.sim.instruments.base import Instrument, Pricing, World
 from governed_broker.sim.reporters import YearView
 
@@ -71,6 +72,11 @@ def draw_required(config: MandatoryPurchaseConfig | None, zone: np.ndarray, is_o
                   seed: int, year: int = 1) -> np.ndarray:
     """Households whose lender enforces the requirement in ``year`` (``requirement_draws``)."""
     return enforced_in(config, *requirement_draws(config, zone, is_owner, seed), year)
+
+
+def zone_tenure_groups(hh: HouseholdArrays) -> np.ndarray:
+    """A group label per household: its zone and tenure (the start keeps each group's policies)."""
+    return hh.zone_index * 2 + hh.is_owner.astype(np.int64)
 
 
 def holders_by_score(insured: np.ndarray, required: np.ndarray, groups: np.ndarray,
@@ -167,7 +173,7 @@ class MandatoryPurchase(Instrument):
         hh, required = self.world.hh, self.arrays["insurance_required"]
         if not required.any():
             return
-        groups = hh.zone_index * 2 + hh.is_owner.astype(np.int64)
+        groups = zone_tenure_groups(hh)
         hh.insured[...] = keep_initial_share(hh.insured, required, groups,
                                              child_rng(self.world.seed, "mandatory_purchase",
                                                        "start"))
