@@ -27,7 +27,7 @@ def _wave(tmp_path, rows, summary=None):
 
 def _points(xs, ys, scores):
     return [{"param.a.x": x, "param.b.y": y, "n_runs": 3, "max_implausibility": i}
-            for x, y, i in zip(xs, ys, scores)]
+            for x, y, i in zip(xs, ys, scores, strict=True)]
 
 
 def test_the_box_of_the_kept_points_widened_and_clipped(tmp_path) -> None:
@@ -75,7 +75,7 @@ def test_another_designs_points_or_no_points_are_refused(tmp_path) -> None:
 def test_the_new_box_holds_every_kept_point_and_stays_inside(tmp_path_factory, rows, margin,
                                                               cutoff) -> None:
     kept = [r for r in rows if r[2] <= cutoff]
-    previous = _wave(tmp_path_factory.mktemp("h"), _points(*zip(*rows)))
+    previous = _wave(tmp_path_factory.mktemp("h"), _points(*zip(*rows, strict=True)))
     if not kept:
         with pytest.raises(ConfigError):
             refocus(WaveSettings(previous, cutoff, margin), BOUNDS, 3.0)
