@@ -9,9 +9,9 @@ is at most a cutoff, widened on each side by a margin (a share of the outer rang
 the kept points are a sample of the region, not its edges. The box never leaves the
 experiment's own bounds.
 
-Early waves commonly use a looser cutoff than the final one (Andrianakis et al. 2015 use the
-second- or third-largest implausibility in early waves); a wave's cutoff is the user's choice
-and is recorded in the calibration's ``summary.json`` with the bounds it gave.
+Early waves commonly rule out less than the final one (Vernon, Goldstein & Bower 2010 judge
+early waves by the second- or third-largest implausibility); a wave's cutoff is the user's
+choice and is recorded in the calibration's ``summary.json`` with the bounds it gave.
 """
 
 from __future__ import annotations
