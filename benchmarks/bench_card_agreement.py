@@ -40,8 +40,12 @@ def chi_square_p(counts: dict[str, int], expected: dict[str, float]) -> float | 
     small, into the largest). None with fewer than two categories left.
     """
     n = sum(counts.values())
-    if n == 0:
+    mass = sum(expected.values())
+    if n == 0 or mass <= 0:
         return None
+    # the card stores rounded probabilities: rescaled so the expected counts sum to n, as
+    # scipy requires to 1e-8
+    expected = {k: p / mass for k, p in expected.items()}
     keys = sorted(set(counts) | set(expected), key=lambda k: -expected.get(k, 0.0))
     cells: list[tuple[float, float]] = []
     small_obs = small_exp = 0.0
