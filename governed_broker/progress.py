@@ -107,7 +107,7 @@ class Progress:
     totals: bool = False
     context: str = ""
     calls: int = 0
-    call_seconds: float = 0.0
+    call_seconds: float = 0.0  # of the calls the model answered (a cached reply costs ~0 s)
     cached: int = 0
     kinds: dict[str, _Kind] = field(default_factory=dict)
     current: _Phase | None = None
@@ -164,7 +164,8 @@ class Progress:
             self.current.done += n
             kind = self.kinds.setdefault(self.current.kind, _Kind())
             kind.done += n
-            if not self._recalibrated and kind.done >= MEASURED_AFTER and self.calls:
+            if (not self._recalibrated and kind.done >= MEASURED_AFTER
+                    and self.seconds_per_call() is not None):
                 self._recalibrated = True
                 self._say(self.recalibrated())
             self._show(force=self.current.done >= self.current.total)
@@ -173,8 +174,9 @@ class Progress:
         """One LLM call finished (answered by the model or the response cache)."""
         with self._lock:
             self.calls += 1
-            self.call_seconds += seconds
             self.cached += bool(cached)
+            if not cached:
+                self.call_seconds += seconds
             self.kinds.setdefault(kind_of(tag), _Kind()).calls += 1
             self._show(force=False)
 
@@ -194,7 +196,7 @@ class Progress:
 
     def recalibrated(self) -> str:
         """The estimate remade from what this job measured so far (one line)."""
-        spc = self.seconds_per_call() or 0.0
+        spc = self.seconds_per_call() or 0.0  # advance() calls it once a call was answered
         per = ", ".join(f"{k.per_unit():.2f} calls per {name[:-1]}"
                         for name, k in self.kinds.items() if k.done >= MEASURED_AFTER)
         left = self.calls_left()
@@ -202,8 +204,13 @@ class Progress:
                 f"{left:.0f} more calls, about {duration(left * spc)} left")
 
     def seconds_per_call(self) -> float | None:
-        """Mean seconds per LLM call so far (None before the first)."""
-        return self.call_seconds / self.calls if self.calls else None
+        """Mean seconds of the LLM calls the model answered (None before the first).
+
+        Replies from the response cache are left out: a resumed job replays its cached
+        calls first, and counting them would promise the calls still to make at ~0 s each.
+        """
+        answered = self.calls - self.cached
+        return self.call_seconds / answered if answered else None
 
     def line(self) -> str:
         """The progress line as it reads now."""
@@ -221,7 +228,9 @@ class Progress:
         text = "  ".join(parts)
         if self.calls:
             cached = f", {self.cached} cached" if self.cached else ""
-            text += f"  | {self.calls} LLM calls{cached}, {self.seconds_per_call():.1f} s/call"
+            spc = self.seconds_per_call()
+            rate = "" if spc is None else f", {spc:.1f} s/call"
+            text += f"  | {self.calls} LLM calls{cached}{rate}"
         left = self.calls_left()
         spc = self.seconds_per_call()
         elapsed = time.perf_counter() - self.started

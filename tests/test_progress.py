@@ -90,3 +90,21 @@ def test_kinds_and_durations() -> None:
                                  "x")] == ["decisions", "decisions", "reflections",
                                            "institutions", "other"]
     assert [duration(s) for s in (4.4, 304, 7980)] == ["4s", "5m 04s", "2h 13m"]
+
+
+def test_a_resumed_job_times_the_calls_the_model_answered_not_the_cached_ones() -> None:
+    meter = Progress("validate demo", stream=io.StringIO(), totals=True)
+    meter.plan("decisions", 100)
+    with progress.reporting(meter):
+        progress.phase("decisions", 10)
+        for _ in range(10):  # the replies an earlier, interrupted run made
+            progress.llm_call("decision", 0.01, cached=True)
+            progress.advance()
+        assert "s/call" not in meter.line() and "ETA" not in meter.line()
+        progress.phase("decisions", 10)
+        progress.llm_call("decision", 6.0, cached=False)
+        progress.advance()
+    line = meter.line()
+    # 89 decisions left at 1 call each (11 calls for 11 decisions), all at the model's 6 s
+    assert "11 LLM calls, 10 cached, 6.0 s/call" in line
+    assert line.endswith("about 89 calls left, ETA 8m 54s")

@@ -17,10 +17,15 @@ range and a source. Measures, on the runs' ``agents_yearly.csv``:
   minus 1 (the rise after the flood's decisions);
 * **half-life** after the first flood: with excess ``e(t) = takeup(t) - takeup(f)`` and its peak
   over ``f+1..f+3``, the years after the peak until ``e`` has fallen to half the peak (linear
-  between years); not computable without a positive peak, censored (NaN, with a note) when it
-  has not halved before the next flood or the end;
+  between years); not computable without a positive peak, censored when it has not halved
+  before the next flood or the end (it is then at least the years from the peak to the end);
 * **tenure**: Kaplan-Meier median years in force of the policies started during the run (a
-  spell that lasts to the end or until the household relocates is censored).
+  spell that lasts to the end or until the household relocates is censored; when fewer than
+  half the policies end, the median is at least the longest spell followed).
+
+A censored run counts at its bound: when the runs' mean with those bounds exceeds the observed
+value, the implausibility computed from it is a lower bound and is scored; otherwise the
+target is not scored (the note says which). A duration never reached is not a missing value.
 
 Each measure's implausibility ``I = |f - z| / sqrt(sd^2 + var / n)`` (``f`` the mean over the
 runs, ``var`` their variance, ``n`` their number); a target is met when ``I <= cutoff``.
@@ -228,30 +233,58 @@ def spike_after(all_takeup: pd.Series, flood: int) -> float:
 def half_life_after(all_takeup: pd.Series, flood: int, until: int | None) -> float:
     """Years after the post-flood peak until the excess take-up has halved.
 
-    NaN: no positive peak, or not halved before ``until`` / the end.
+    NaN: no positive peak, or not halved before ``until`` / the end (``half_life_censored_at``
+    gives the bound then).
     """
+    return _half_life(all_takeup, flood, until)[0]
+
+
+def half_life_censored_at(all_takeup: pd.Series, flood: int, until: int | None) -> float:
+    """The years from the peak to the last year measured when the excess never halved.
+
+    The half-life is then at least this; NaN when it was measured or has no positive peak.
+    """
+    return _half_life(all_takeup, flood, until)[1]
+
+
+def _half_life(all_takeup: pd.Series, flood: int, until: int | None) -> tuple[float, float]:
+    """(half-life, censoring bound): one of them finite, or both NaN without a peak."""
     if flood not in all_takeup.index:
-        return math.nan
+        return math.nan, math.nan
     end = max(all_takeup.index) if until is None else until - 1
     excess = all_takeup.loc[flood:end] - all_takeup[flood]
     window = excess.loc[flood + 1:flood + 3]
     if window.empty or window.max() <= 0:
-        return math.nan
+        return math.nan, math.nan
     peak_year, peak = int(window.idxmax()), float(window.max())
     after = excess.loc[peak_year:]
     years, values = after.index.to_numpy(float), after.to_numpy(float)
     for k in range(1, len(values)):
         if values[k] <= peak / 2:
             frac = (values[k - 1] - peak / 2) / (values[k - 1] - values[k])
-            return float(years[k - 1] + frac * (years[k] - years[k - 1]) - peak_year)
-    return math.nan
+            return float(years[k - 1] + frac * (years[k] - years[k - 1]) - peak_year), math.nan
+    return math.nan, float(years[-1] - peak_year)
 
 
 def tenure_median(agents: pd.DataFrame) -> float:
     """Kaplan-Meier median years in force of policies started during the run.
 
-    NaN when the survival curve never falls to one half.
+    NaN when the survival curve never falls to one half (``tenure_censored_at`` gives the
+    bound then).
     """
+    return _km_median(*_spells(agents))[0]
+
+
+def tenure_censored_at(agents: pd.DataFrame) -> float:
+    """The longest spell followed when the survival curve never falls to one half.
+
+    The median tenure is then at least this; NaN when it was measured or no policy started.
+    """
+    return _km_median(*_spells(agents))[1]
+
+
+def _spells(agents: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Durations (years) of the policies started during the run, and whether each ended."""
     years = sorted(agents["year"].unique())
     ids = np.sort(agents["agent_id"].unique())
     pos = np.searchsorted(ids, agents["agent_id"].to_numpy())
@@ -273,29 +306,37 @@ def tenure_median(agents: pd.DataFrame) -> float:
     running = start >= 0
     durations += (len(years) - start[running]).tolist()
     events += [False] * int(running.sum())
-    return _km_median(np.array(durations, float), np.array(events, bool))
+    return np.array(durations, float), np.array(events, bool)
 
 
-def _km_median(durations: np.ndarray, events: np.ndarray) -> float:
+def _km_median(durations: np.ndarray, events: np.ndarray) -> tuple[float, float]:
+    """(median, censoring bound): the median, or the longest spell when it is not reached."""
     if durations.size == 0:
-        return math.nan
+        return math.nan, math.nan
     survival = 1.0
     for t in np.unique(durations[events]):
         at_risk = np.sum(durations >= t)
         survival *= 1.0 - np.sum((durations == t) & events) / at_risk
         if survival <= 0.5:
-            return float(t)
-    return math.nan
+            return float(t), math.nan
+    return math.nan, float(durations.max())
 
 
 @dataclass(frozen=True)
 class RunMeasures:
-    """The measures of one run: take-up per series and year, spikes, half-life, tenure."""
+    """The measures of one run: take-up per series and year, spikes, half-life, tenure.
+
+    ``half_life_at_least`` and ``tenure_at_least`` are the censoring bounds when the measure
+    was not reached within the run (the excess never halved; fewer than half the new
+    policies ended): the measure is then NaN and at least this many years.
+    """
 
     takeup: pd.DataFrame
     spikes: dict[int, float]
     half_life: float
     tenure: float
+    half_life_at_least: float = math.nan
+    tenure_at_least: float = math.nan
 
 
 def run_measures(agents: pd.DataFrame, targets: HindcastTargets) -> RunMeasures:
@@ -310,9 +351,11 @@ def run_measures(agents: pd.DataFrame, targets: HindcastTargets) -> RunMeasures:
         all_takeup = _all_households(agents, targets)
     floods = sorted(targets.floods)
     spikes = {f: spike_after(all_takeup, f) for f in floods}
-    half = (half_life_after(all_takeup, floods[0], floods[1] if len(floods) > 1 else None)
-            if floods else math.nan)
-    return RunMeasures(takeup, spikes, half, tenure_median(agents))
+    half = (_half_life(all_takeup, floods[0], floods[1] if len(floods) > 1 else None)
+            if floods else (math.nan, math.nan))
+    tenure = _km_median(*_spells(agents))
+    return RunMeasures(takeup, spikes, half[0], tenure[0], half_life_at_least=half[1],
+                       tenure_at_least=tenure[1])
 
 
 def _all_households(agents: pd.DataFrame, targets: HindcastTargets) -> pd.Series:
@@ -384,7 +427,8 @@ def score_measures(measures: Sequence[RunMeasures], targets: HindcastTargets) ->
         target = getattr(targets, name)
         if target is not None:
             values = np.array([getattr(m, name) for m in measures])
-            rows.append(_row(name, None, target.centre, values, target.sd, "years"))
+            at_least = np.array([getattr(m, f"{name}_at_least") for m in measures])
+            rows.append(_censored_row(name, target.centre, values, at_least, target.sd))
     table = pd.DataFrame(rows)
     computable = table["implausibility"].dropna()
     table["met"] = [None if pd.isna(i) else bool(i <= targets.cutoff)
@@ -408,6 +452,33 @@ def _row(target: str, year: int | None, observed: float, values: np.ndarray, sd:
     return {"target": target, "calendar_year": year, "observed": observed, "simulated": mean,
             "sd": sd, "runs_sd": math.sqrt(var), "n_runs": int(finite.size),
             "implausibility": implausibility, "met": None, "note": note.strip("; ")}
+
+
+def _censored_row(target: str, observed: float, values: np.ndarray, at_least: np.ndarray,
+                  sd: float) -> dict:
+    """A duration's row where some runs only bound it from below (censored).
+
+    A censored run counts at its bound, so the mean is a lower bound of the runs' mean. When it
+    lies above the observed value the implausibility computed from it is a lower bound too (a
+    longer true duration would be further away) and the target is scored; when it does not,
+    the censored runs could lie on either side of the observed value and the target is not
+    scored. Leaving censored runs out instead, as a missing value, would score a run whose
+    excess never decays as if it had said nothing.
+    """
+    censored = np.isfinite(at_least) & ~np.isfinite(values)
+    if not censored.any():
+        return _row(target, None, observed, values, sd, "years")
+    bounded = np.where(censored, at_least, values)
+    row = _row(target, None, observed, bounded, sd, "years")
+    note = (f"{row['note']}; {int(censored.sum())} of {values.size} runs censored (not "
+            f"reached within the run, counted at their bound, at least "
+            f"{at_least[censored].min():.3g})")
+    if row["n_runs"] and row["simulated"] > observed:
+        row["note"] = f"{note}: the implausibility is a lower bound"
+    else:
+        row.update(implausibility=math.nan,
+                   note=f"{note}: the bound lies below the observed, not scored")
+    return row
 
 
 def score_runs(agent_tables: Sequence[pd.DataFrame], targets: HindcastTargets) -> HindcastScore:

@@ -7,5 +7,6 @@ docs/hindcast.md.
 
 from governed_broker.calibration.api import calibrate
 from governed_broker.calibration.history import CalibrationResult, history_match
+from governed_broker.calibration.refocus import WaveSettings
 
-__all__ = ["CalibrationResult", "calibrate", "history_match"]
+__all__ = ["CalibrationResult", "WaveSettings", "calibrate", "history_match"]

@@ -26,6 +26,7 @@ from pathlib import Path
 from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.hindcast import load_targets, plot_hindcast
 from governed_broker.calibration.history import CalibrationResult, history_match
+from governed_broker.calibration.refocus import Wave, WaveSettings, refocus
 from governed_broker.calibration.sensitivity import calibration_sensitivity
 from governed_broker.config import ConfigError, load_experiment
 from governed_broker.sweep.api import SweepResult, default_sweep_dir, run_sweep
@@ -45,6 +46,7 @@ def calibrate(
     max_workers: int | None = None,
     progress: bool = True,
     train: tuple[int, int] | None = None,
+    wave: WaveSettings | None = None,
 ) -> tuple[CalibrationResult, SweepResult]:
     """Run (or resume) the sweep of ``experiment`` and history-match it to its targets.
 
@@ -58,10 +60,14 @@ def calibrate(
         train: A training window (first, last calendar year) that replaces
             ``calibration.train``: the region is fitted on it and scored on the years after
             it (``CalibrationResult.validation``).
+        wave: Narrow the design's bounds to an earlier wave's best points first
+            (``calibration.refocus``); the default directory is then
+            ``outputs/<name>-wave<number>``.
 
     Raises:
-        ConfigError: no ``calibration:`` or ``sweep:`` section, unreadable targets, or any
-            configuration error of the sweep.
+        ConfigError: no ``calibration:`` or ``sweep:`` section, unreadable targets, an
+            earlier wave that cannot refocus this design, or any configuration error of the
+            sweep.
     """
     config = load_experiment(experiment, overrides)
     if config.calibration is None:
@@ -75,7 +81,17 @@ def calibrate(
         targets = load_targets(config.resolve_path(config.calibration.targets))
     except AnalysisInputError as exc:
         raise ConfigError(f"{experiment}: field 'calibration.targets': {exc}") from exc
-    out = out_dir if out_dir is not None else default_sweep_dir(build_plan(experiment, overrides))
+    narrowed = None
+    if wave is not None:
+        if config.sweep.sampler is None:
+            raise ConfigError(f"{experiment}: --refocus narrows 'sweep.sampler.bounds', and "
+                              "this sweep has no sampler")
+        narrowed = refocus(wave, config.sweep.sampler.bounds, targets.cutoff)
+        overrides = [*overrides, narrowed.override()]
+    out = out_dir if out_dir is not None else _default_dir(experiment, overrides, narrowed)
+    if wave is not None and Path(out).resolve() == Path(wave.previous).resolve():
+        raise ConfigError(f"--out {out}: a new wave needs its own directory, not the earlier "
+                          "wave's")
     sweep = run_sweep(experiment, overrides, out_dir=out, executor=executor,
                       max_workers=max_workers, progress=progress)
     window = train if train is not None else config.calibration.train
@@ -87,9 +103,15 @@ def calibrate(
         raise ConfigError(f"{experiment}: {exc}") from exc
     sampler = config.sweep.sampler
     result = replace(result, sensitivity=calibration_sensitivity(
-        result.points, sampler.second_order if sampler is not None else None))
+        result.points, sampler.second_order if sampler is not None else None),
+        wave=None if narrowed is None else narrowed.summary())
     write_calibration(result, sweep.sweep_dir / CALIBRATION_DIR)
     return result, sweep
+
+
+def _default_dir(experiment: str | Path, overrides: Sequence[str], wave: Wave | None) -> Path:
+    plain = default_sweep_dir(build_plan(experiment, overrides))
+    return plain if wave is None else plain.with_name(f"{plain.name}-wave{wave.number}")
 
 
 def write_calibration(result: CalibrationResult, folder: Path) -> Path:

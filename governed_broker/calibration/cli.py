@@ -33,6 +33,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--train", metavar="FIRST-LAST", default=None,
                         help="fit on these calendar years only and score the observed years "
                         "after them out of sample (default: calibration.train, else all)")
+    parser.add_argument("--refocus", type=Path, default=None, metavar="EARLIER_SWEEP_DIR",
+                        help="a further wave: sample only the box spanned by that earlier "
+                        "calibration's points at or under --refocus-cutoff (default directory "
+                        "outputs/<name>-wave<N>)")
+    parser.add_argument("--refocus-cutoff", type=float, default=None, metavar="I",
+                        help="largest implausibility of the earlier wave's points kept "
+                        "(default: the targets' cutoff)")
+    parser.add_argument("--refocus-margin", type=float, default=None, metavar="SHARE",
+                        help="widen each kept range on both sides by this share of the "
+                        "experiment's range (default 0.1)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=cmd_calibrate)
 
@@ -58,15 +68,28 @@ def parse_window(text: str) -> tuple[int, int]:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """``calibrate``: sweep, score, print the region and the best point."""
     from governed_broker.calibration.api import CALIBRATION_DIR, calibrate
+    from governed_broker.calibration.refocus import WaveSettings
     from governed_broker.config import ConfigError
 
     if args.max_workers is not None and args.max_workers < 1:
         raise ConfigError(f"--max-workers {args.max_workers}: must be at least 1")
     train = None if args.train is None else parse_window(args.train)
+    wave = None
+    if args.refocus is not None:
+        margin = {} if args.refocus_margin is None else {"margin": args.refocus_margin}
+        wave = WaveSettings(args.refocus, args.refocus_cutoff, **margin)
+    elif args.refocus_cutoff is not None or args.refocus_margin is not None:
+        raise ConfigError("--refocus-cutoff and --refocus-margin need --refocus "
+                          "EARLIER_SWEEP_DIR")
     result, sweep = calibrate(args.experiment, args.overrides, out_dir=args.out,
                               executor=args.executor, max_workers=args.max_workers,
-                              progress=not args.no_progress, train=train)
+                              progress=not args.no_progress, train=train, wave=wave)
     summary = result.summary()
+    if summary["wave"] is not None:
+        w = summary["wave"]
+        print(f"wave {w['number']}: the box of {w['kept']} of {w['of']} points of "
+              f"{w['previous']} with max implausibility <= {w['cutoff']:g}, widened by "
+              f"{w['margin']:g} of each range")
     print(f"{summary['n_plausible']} of {summary['n_points']} parameter points plausible "
           f"(max implausibility <= {summary['cutoff']:g})")
     for name, span in summary["region"].items():

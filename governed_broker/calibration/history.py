@@ -60,6 +60,8 @@ class CalibrationResult:
             (``out_of_sample_summary``); None without one.
         sensitivity: SALib indices of the scores to the parameters
             (``calibration.sensitivity.calibration_sensitivity``; set by ``calibrate``).
+        wave: A refocused wave's origin and bounds (``calibration.refocus.Wave.summary``);
+            None for a first wave.
     """
 
     points: pd.DataFrame
@@ -70,6 +72,7 @@ class CalibrationResult:
     targets: HindcastTargets
     validation: dict | None = None
     sensitivity: pd.DataFrame | None = None
+    wave: dict | None = None
 
     @property
     def n_plausible(self) -> int:
@@ -96,7 +99,7 @@ class CalibrationResult:
             "n_plausible": self.n_plausible,
             "plausible_share": self.n_plausible / len(self.points) if len(self.points) else 0.0,
             "region": self.region, "best": best, "validation": self.validation,
-            "notice": self.targets.notice,
+            "wave": self.wave, "notice": self.targets.notice,
         }
 
     @property

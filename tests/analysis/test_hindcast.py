@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +14,13 @@ from governed_broker.analysis.errors import AnalysisInputError
 from governed_broker.analysis.hindcast import (
     HindcastTargets,
     half_life_after,
+    half_life_censored_at,
     load_targets,
     run_measures,
     score_measures,
     spike_after,
     takeup_series,
+    tenure_censored_at,
     tenure_median,
 )
 
@@ -72,6 +75,9 @@ def test_spike_and_half_life_by_hand() -> None:
     # excess 0.04 at its 2001 peak; 0.03 in 2002, 0.01 in 2003: halves (0.02) at 2002.5
     assert half_life_after(takeup, 2000, None) == pytest.approx(1.5)
     assert math.isnan(half_life_after(takeup, 2000, 2003))  # not halved before the next flood
+    # ... so at least the year from the 2001 peak to 2002, the last year before that flood
+    assert half_life_censored_at(takeup, 2000, 2003) == pytest.approx(1.0)
+    assert math.isnan(half_life_censored_at(takeup, 2000, None))  # measured: no bound
     assert math.isnan(half_life_after(pd.Series({2000: 0.1, 2001: 0.09}), 2000, None))
     assert math.isnan(spike_after(takeup, 2004))
 
@@ -86,6 +92,8 @@ def test_tenure_is_the_kaplan_meier_median_of_new_policies() -> None:
     assert tenure_median(table) == 2.0
     never = agents({1: [False], 2: [True], 3: [True]}, ["a"])
     assert math.isnan(tenure_median(never))
+    assert tenure_censored_at(never) == 2.0  # the one policy ran 2 years to the end
+    assert math.isnan(tenure_censored_at(table))
 
 
 def test_implausibility_combines_the_sd_and_the_spread_of_the_runs() -> None:
@@ -134,3 +142,26 @@ def test_a_window_keeps_its_years_and_measures_a_training_run_only_to_its_end() 
         "target").loc["in_a", "simulated"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="no observed year to score"):
         t.within(2003, 2005)
+
+
+def test_a_duration_not_reached_counts_at_its_bound_not_as_missing() -> None:
+    t = targets(spike=None, tenure=None, half_life={"range": [1.0, 3.0], "source": "s"})
+    base = run_measures(agents({2000: [True], 2001: [True]}, ["a"]), t)
+
+    def half_life_row(*runs):
+        measures = [replace(base, half_life=h, half_life_at_least=b) for h, b in runs]
+        score = score_measures(measures, t)
+        return score, score.table.set_index("target").loc["half_life"]
+
+    # never halved within 4 and 5 years: the mean is at least 4.5 against 2 +- 1/3
+    score, row = half_life_row((math.nan, 4.0), (math.nan, 5.0))
+    assert row["implausibility"] == pytest.approx(2.5 / math.sqrt((1 / 3) ** 2 + 0.5 / 2))
+    assert not row["met"] and "2 of 2 runs censored" in row["note"]
+    assert "lower bound" in row["note"] and not score.plausible
+    # one measured (3 years), one censored at 5
+    _, row = half_life_row((3.0, math.nan), (math.nan, 5.0))
+    assert row["simulated"] == pytest.approx(4.0) and "1 of 2 runs censored" in row["note"]
+    # censored below the observed 2 years: it could lie on either side, so not scored
+    _, row = half_life_row((math.nan, 1.0), (math.nan, 1.5))
+    assert math.isnan(row["implausibility"]) and row["met"] is None
+    assert "not scored" in row["note"]

@@ -123,3 +123,28 @@ def test_a_training_window_fits_on_its_years_and_scores_the_rest_out_of_sample(
                  "--train", "2011-2017", *sum((["--set", o] for o in TINY), [])]) == 0
     assert "fitted on 2011-2017" in capsys.readouterr().out
     assert main(["calibrate", str(SMALL), "--train", "2017-2011"]) == 2
+
+
+def test_a_further_wave_samples_near_the_earlier_waves_best_point(calibrated,
+                                                                   tmp_path, capsys) -> None:
+    _, _, out = calibrated
+    earlier = pd.read_csv(out / "calibration" / "points.csv")
+    best = earlier.loc[earlier["max_implausibility"].idxmin()]
+    cutoff = f"{best['max_implausibility'] + 1e-9:.12g}"
+    args = ["calibrate", str(SMALL), "--out", str(tmp_path / "w2"), "--no-progress",
+            "--refocus", str(out), "--refocus-cutoff", cutoff, "--refocus-margin", "0.05",
+            *sum((["--set", o] for o in TINY), [])]
+    assert main(args) == 0
+    assert "wave 2: the box of 1 of 3 points" in capsys.readouterr().out
+    summary = json.loads((tmp_path / "w2" / "calibration" / "summary.json").read_text())
+    assert summary["wave"]["kept"] == 1 and summary["wave"]["previous"] == str(out)
+    points = pd.read_csv(tmp_path / "w2" / "calibration" / "points.csv")
+    assert len(points) == 3
+    for name, (low, high) in load_experiment(SMALL).sweep.sampler.bounds.items():
+        column = "param." + name
+        span = 0.05 * (high - low)
+        assert summary["wave"]["bounds"][name][0] >= best[column] - span - 1e-12
+        # every point of the new wave lies within a twentieth of the range of the best one
+        assert (abs(points[column] - best[column]) <= span + 1e-9).all(), name
+    assert main(["calibrate", str(SMALL), "--refocus-cutoff", "4"]) == 2
+    assert main([*args[:2], "--out", str(out), *args[4:]]) == 2  # not into the earlier wave
