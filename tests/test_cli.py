@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -216,15 +217,20 @@ def test_explore_without_its_extra_fails_before_running(experiments, tmp_path, m
 
 
 def test_a_reader_that_leaves_early_ends_the_command_quietly(repo_root) -> None:
-    """``governed-broker ... | head -1``: no BrokenPipeError, no "unexpected failure"."""
+    """``governed-broker ... | head -1``: no BrokenPipeError, no "unexpected failure".
+
+    The reader's end of the pipe is closed before the command writes anything, so its first
+    write finds the reader gone; reading one line first and then closing raced with the
+    command, which could write all of its output before the close and exit 0.
+    """
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has left
     proc = subprocess.Popen(
         [sys.executable, "-m", "governed_broker.cli", "validate",
          str(repo_root / "experiments" / "demo.yaml"), "--budget"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=repo_root)
-    assert proc.stdout is not None and proc.stderr is not None
-    first = proc.stdout.readline()
-    proc.stdout.close()  # the reader leaves, as `head -1` does
+        stdout=write_end, stderr=subprocess.PIPE, cwd=repo_root)
+    os.close(write_end)
+    assert proc.stderr is not None
     err = proc.stderr.read().decode()
-    assert first.startswith(b"battery:")
     assert proc.wait(timeout=60) == 141
     assert "Error" not in err and "unexpected" not in err, err

@@ -10,6 +10,9 @@
 #   SLURM_START_TIMEOUT [60] seconds per daemon.
 # Stop with tests/slurm/stop_slurm.sh (by PID, never by process name).
 set -euo pipefail
+# runuser and the daemons live in the sbin folders, which a minimal environment (env -i, cron)
+# leaves out of PATH
+export PATH="$PATH:/usr/sbin:/sbin"
 
 WITH_DBD=${SLURM_WITH_DBD:-1}
 PARTITION=${SLURM_PARTITION:-debug}
