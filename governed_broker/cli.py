@@ -276,7 +276,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _second_interrupt_exits()
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        # output still buffered is written here, inside the try: a reader that has left is
+        # then seen as such, not as an error while Python flushes at exit (exit 120)
+        sys.stdout.flush()
+        return code
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2

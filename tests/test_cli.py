@@ -220,15 +220,17 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(repo_root) -> None:
     """``governed-broker ... | head -1``: no BrokenPipeError, no "unexpected failure".
 
     The reader's end of the pipe is closed before the command writes anything, so its first
-    write finds the reader gone; reading one line first and then closing raced with the
-    command, which could write all of its output before the close and exit 0.
+    write finds the reader gone (reading one line first and then closing raced with the
+    command). Standard output is block-buffered, as for a user without PYTHONUNBUFFERED: the
+    output is then written when the command ends.
     """
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader has left
     proc = subprocess.Popen(
         [sys.executable, "-m", "governed_broker.cli", "validate",
          str(repo_root / "experiments" / "demo.yaml"), "--budget"],
-        stdout=write_end, stderr=subprocess.PIPE, cwd=repo_root)
+        stdout=write_end, stderr=subprocess.PIPE, cwd=repo_root,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"})  # buffered
     os.close(write_end)
     assert proc.stderr is not None
     err = proc.stderr.read().decode()
