@@ -236,3 +236,8 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(repo_root) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141
     assert "Error" not in err and "unexpected" not in err, err
+    reader = subprocess.run(  # a reader that stays gets the whole budget
+        [sys.executable, "-m", "governed_broker.cli", "validate",
+         str(repo_root / "experiments" / "demo.yaml"), "--budget"],
+        capture_output=True, cwd=repo_root, timeout=60)
+    assert reader.returncode == 0 and reader.stdout.startswith(b"battery:")

@@ -89,7 +89,7 @@ def calibrate(
         narrowed = refocus(wave, config.sweep.sampler.bounds, targets.cutoff)
         overrides = [*overrides, narrowed.override()]
     out = out_dir if out_dir is not None else _default_dir(experiment, overrides, narrowed)
-    if wave is not None and Path(out).resolve() == Path(wave.previous).resolve():
+    if narrowed is not None and Path(out).resolve() == Path(narrowed.previous).resolve():
         raise ConfigError(f"--out {out}: a new wave needs its own directory, not the earlier "
                           "wave's")
     sweep = run_sweep(experiment, overrides, out_dir=out, executor=executor,

@@ -50,7 +50,11 @@ class WaveSettings:
 
 @dataclass(frozen=True)
 class Wave:
-    """The narrowed design and where it came from (``summary.json``'s ``wave``)."""
+    """The narrowed design and where it came from (``summary.json``'s ``wave``).
+
+    ``previous`` is the earlier wave's sweep directory, also when its ``calibration/`` folder
+    was named.
+    """
 
     number: int
     previous: str
@@ -112,7 +116,8 @@ def refocus(settings: WaveSettings, bounds: dict[str, tuple[float, float]],
             raise ConfigError(
                 f"--refocus {settings.previous}: the kept points span no range of {name} "
                 f"({narrowed[name][0]:g}); pass a --refocus-margin above 0")
-    return Wave(number=_wave_number(folder) + 1, previous=str(settings.previous),
+    sweep_dir = folder.parent if folder.name == "calibration" else folder
+    return Wave(number=_wave_number(folder) + 1, previous=str(sweep_dir),
                 cutoff=float(cutoff), margin=float(settings.margin), kept=len(kept),
                 of=len(points), bounds=narrowed)
 

@@ -148,3 +148,6 @@ def test_a_further_wave_samples_near_the_earlier_waves_best_point(calibrated,
         assert (abs(points[column] - best[column]) <= span + 1e-9).all(), name
     assert main(["calibrate", str(SMALL), "--refocus-cutoff", "4"]) == 2
     assert main([*args[:2], "--out", str(out), *args[4:]]) == 2  # not into the earlier wave
+    named_folder = [*args[:2], "--out", str(out), "--no-progress", "--refocus",
+                    str(out / "calibration"), *args[7:]]
+    assert main(named_folder) == 2  # nor when the earlier wave is named by its folder

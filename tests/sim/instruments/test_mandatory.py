@@ -19,6 +19,7 @@ from governed_broker.sim.instruments.mandatory import (
     draw_required,
     holders_by_score,
     with_insurance,
+    zone_tenure_groups,
 )
 from tests.sim.instruments.small_world import scripted, small_world
 from tests.sim.test_model import Scripted, run
@@ -211,7 +212,7 @@ def test_the_baseline_can_start_its_policies_with_the_most_worried(experiments) 
     required = model.instrument("mandatory_purchase").arrays["insurance_required"]
     assert np.array_equal(required, by_draw.instrument("mandatory_purchase")
                           .arrays["insurance_required"]) and hh.insured[required].all()
-    groups = hh.zone_index * 2 + hh.is_owner
+    groups = zone_tenure_groups(hh)
     moved = 0
     for g in np.unique(groups):
         members = groups == g
