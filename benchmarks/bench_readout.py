@@ -50,6 +50,9 @@ class Timed:
         finally:
             self.path_s.append(time.perf_counter() - start)
 
+    def sampler(self, request):
+        return self.inner.sampler(request)
+
     def top_tokens(self, reply, prefix, k):
         start = time.perf_counter()
         try:

@@ -32,6 +32,7 @@ from typing import Any
 from governed_broker.llm.base import LLMBackend, LLMError, LLMRequest
 from governed_broker.llm.readout import Candidate, ReadoutError, ReplyPath, Token, TokenSource
 from governed_broker.llm.reliability import openai_response_format
+from governed_broker.llm.sampler_chain import LlamaCppSampler
 from governed_broker.llm.wrappers import BackendWrapper
 
 #: Most alternatives an OpenAI-style ``top_logprobs`` may ask for.
@@ -143,6 +144,10 @@ class LlamaCppSource:
         steps = _logprob_steps(result, self.name)
         return ReplyPath(result["choices"][0]["text"], tuple(_token(s) for s in steps), ids)
 
+    def sampler(self, request: LLMRequest) -> LlamaCppSampler:
+        """llama.cpp's sampler with the request's settings (``llm.sampler_chain``)."""
+        return LlamaCppSampler.of(request)
+
     def top_tokens(self, reply: ReplyPath, prefix: Sequence[Token], k: int
                    ) -> list[Candidate]:
         """The top ``k`` tokens after the prompt's ids and ``prefix`` (``n_probs``)."""
@@ -194,6 +199,17 @@ class ChatLogprobsSource:
         steps = _logprob_steps(data, self.name)
         tokens = tuple(_token(s) for s in steps)
         return ReplyPath(b"".join(t.text for t in tokens).decode("utf-8"), tokens, messages)
+
+    def sampler(self, request: LLMRequest) -> LlamaCppSampler:
+        """Not known: the API does not say which server answers, and they sample differently.
+
+        vLLM applies the temperature before its truncation, llama-server after.
+        """
+        raise ReadoutError(
+            f"{self.name}: an OpenAI-compatible server does not say how it samples, so the "
+            "distribution its replies are drawn from cannot be worked out; read the model's "
+            "own distribution (--view model) and compare sampled cards at temperature 1 "
+            "without truncation")
 
     def top_tokens(self, reply: ReplyPath, prefix: Sequence[Token], k: int
                    ) -> list[Candidate]:

@@ -138,6 +138,58 @@ class TokenSource(Protocol):
         """
         ...
 
+    def sampler(self, request: LLMRequest) -> TokenSampler:
+        """How the run's backend draws each token of the reply to ``request``.
+
+        Raises:
+            ReadoutError: The source cannot say (read the model's view instead).
+        """
+        ...
+
+
+class TokenSampler(Protocol):
+    """How a token is drawn at one position, from the raw probabilities read there.
+
+    Implementations: ``UNDER_GRAMMAR`` (the model's distribution under the reply's grammar)
+    and ``llm.sampler_chain.LlamaCppSampler`` (what llama.cpp's sampler draws from).
+    """
+
+    def allowed_shares(self, allowed: Sequence[float], forbidden: Sequence[float],
+                       unseen: float) -> list[float]:
+        """The probability that each allowed token read is the one written."""
+        ...
+
+    def keeps_unseen(self, allowed: Sequence[float], forbidden: Sequence[float],
+                     unseen: float) -> bool:
+        """Whether a token not read may be written (its share is then unknown)."""
+        ...
+
+
+@dataclass(frozen=True)
+class UnderGrammar:
+    """The model's own distribution under the grammar.
+
+    The raw probabilities renormalised over the allowed tokens (temperature 1, no truncation;
+    what a sampler without either draws from).
+    """
+
+    def allowed_shares(self, allowed: Sequence[float], forbidden: Sequence[float],
+                       unseen: float) -> list[float]:
+        """Each allowed token's share of the allowed mass read."""
+        total = sum(allowed)
+        return [a / total for a in allowed]
+
+    def keeps_unseen(self, allowed: Sequence[float], forbidden: Sequence[float],
+                     unseen: float) -> bool:
+        """Always: nothing is truncated."""
+        return True
+
+
+#: The model's distribution under the grammar (``UnderGrammar``).
+UNDER_GRAMMAR = UnderGrammar()
+#: What a readout reads: the distribution the run's sampler draws from, or the model's own.
+VIEWS = ("sampler", "model")
+
 
 @dataclass(frozen=True)
 class ReadoutSettings:
@@ -154,12 +206,17 @@ class ReadoutSettings:
             unread: a value spelt by many token sequences (every split of ``elevate_``) would
             otherwise need hundreds of positions (measured: over 200 for the 1.5B model's
             decision after some accounts). 0: read every path among the top ``k``.
+        view: ``sampler``: each position's distribution is the one the run's sampler draws
+            from (its temperature and truncation, ``TokenSource.sampler``), so the readout
+            predicts sampled replies; ``model``: the model's own distribution under the grammar
+            (``UNDER_GRAMMAR``: temperature 1, no truncation).
     """
 
     top_k: int = 20
     max_passes: int = 200
     accounts: int = 0
     min_path_mass: float = 1e-4
+    view: str = "sampler"
 
     def __post_init__(self) -> None:
         if (self.top_k < 1 or self.max_passes < 1 or self.accounts < 0
@@ -168,6 +225,8 @@ class ReadoutSettings:
                              f"max_passes {self.max_passes} must be >= 1, accounts "
                              f"{self.accounts} >= 0, min_path_mass {self.min_path_mass} in "
                              "[0, 1)")
+        if self.view not in VIEWS:
+            raise ValueError(f"readout view {self.view!r}: use one of {', '.join(VIEWS)}")
 
 
 @dataclass(frozen=True)
@@ -217,49 +276,64 @@ class Node:
         """
         return any(b.child is None or b.child.resolved for b in self.branches)
 
-    def _resolved_branches(self) -> list[Branch]:
-        return [b for b in self.branches if b.child is None or b.child.resolved]
+    def shares(self, sampler: TokenSampler) -> list[float]:
+        """The probability that each branch's token is written here (``branches`` order)."""
+        return sampler.allowed_shares([math.exp(b.logprob) for b in self.branches],
+                                      [math.exp(c.logprob) for c in self.forbidden],
+                                      self.unseen_mass)
 
-    def distribution(self) -> dict[str, float]:
+    def distribution(self, sampler: TokenSampler | None = None) -> dict[str, float]:
         """Probability of each value reachable from here (sums to 1).
 
-        each allowed token's share of the allowed mass, times the distribution below it, over the
-        tokens that lead to a value (an unresolved branch's mass goes to the others in proportion).
+        Each allowed token's share (``shares``: by default its share of the allowed mass) times
+        the distribution below it, over the tokens that lead to a value (an unresolved
+        branch's share goes to the others in proportion).
         """
-        branches = self._resolved_branches()
-        total = sum(math.exp(b.logprob) for b in branches)
+        sampler = sampler or UNDER_GRAMMAR
+        resolved = [(b, share) for b, share in zip(self.branches, self.shares(sampler),
+                                                   strict=True)
+                    if b.child is None or b.child.resolved]
+        total = sum(share for _, share in resolved)
+        if total <= 0.0:
+            raise ReadoutError(
+                f"after {self.prefix!r} the sampler writes only tokens that lead to no value "
+                "among those read; read more tokens (a larger top_k)")
         out: dict[str, float] = {}
-        for b in branches:
-            share = math.exp(b.logprob) / total
-            below = {b.value: 1.0} if b.child is None else b.child.distribution()
+        for b, share in resolved:
+            below = ({b.value: 1.0} if b.child is None
+                     else b.child.distribution(sampler))
             for value, p in below.items():
-                out[value] = out.get(value, 0.0) + share * p  # type: ignore[index]
+                out[value] = out.get(value, 0.0) + share / total * p  # type: ignore[index]
         return out
 
-    def unresolved_share(self) -> float:
-        """The share of this node's allowed mass on token paths that reach no value.
+    def unresolved_share(self, sampler: TokenSampler | None = None) -> float:
+        """The share of the tokens written here on paths that reach no value.
 
         Such paths reach no value among the tokens read; they are left out of
         ``distribution``.
         """
-        total = self.allowed_mass
+        sampler = sampler or UNDER_GRAMMAR
         lost = 0.0
-        for b in self.branches:
+        for b, share in zip(self.branches, self.shares(sampler), strict=True):
             if b.child is not None:
-                below = b.child.unresolved_share() if b.child.resolved else 1.0
-                lost += math.exp(b.logprob) / total * below
+                below = b.child.unresolved_share(sampler) if b.child.resolved else 1.0
+                lost += share * below
         return lost
 
-    def unread_share(self) -> float:
-        """The probability of the field's value (under the grammar) that was not read here.
+    def unread_share(self, sampler: TokenSampler | None = None) -> float:
+        """The probability of the field's value (as drawn) that was not read here.
 
-        The grammar-allowed tokens beyond the top ``k`` have at most the raw ``unseen_mass``;
-        as a share of the allowed mass that is at most ``unseen / (allowed read + unseen)``.
-        Token paths that reached no value (``unresolved_share``) add theirs.
+        Tokens beyond the top ``k`` have at most the raw ``unseen_mass``: as a share of the
+        allowed mass that is at most ``unseen / (allowed read + unseen)``, and nothing where
+        the sampler's truncation provably cuts them (``TokenSampler.keeps_unseen``). Token
+        paths that reached no value (``unresolved_share``) add theirs.
         """
+        sampler = sampler or UNDER_GRAMMAR
         allowed, unseen = self.allowed_mass, self.unseen_mass
-        beyond = unseen / (allowed + unseen) if allowed + unseen > 0 else 0.0
-        unresolved = self.unresolved_share()
+        kept = sampler.keeps_unseen([math.exp(b.logprob) for b in self.branches],
+                                    [math.exp(c.logprob) for c in self.forbidden], unseen)
+        beyond = unseen / (allowed + unseen) if kept and allowed + unseen > 0 else 0.0
+        unresolved = self.unresolved_share(sampler)
         return min(1.0, unresolved + (1.0 - unresolved) * beyond)
 
     def to_json(self) -> dict[str, Any]:
@@ -305,6 +379,8 @@ class FieldDistribution:
         root: The positions read, from the field's first token down (along the first path).
         passes: Positions read (one model evaluation of one token each).
         accounts: Over sampled accounts, the field read along each (empty: the greedy path).
+        sampler: How each position's distribution was taken from its raw probabilities
+            (``ReadoutSettings.view``).
     """
 
     field: str
@@ -314,6 +390,7 @@ class FieldDistribution:
     root: Node
     passes: int
     accounts: tuple[AccountReading, ...] = ()
+    sampler: TokenSampler = UNDER_GRAMMAR
 
     def distribution(self) -> dict[str, float]:
         """Value -> probability, in the schema's order."""
@@ -334,16 +411,16 @@ class FieldDistribution:
         """The probability of the value not read: the mean of the accounts' or the root's."""
         if self.accounts:
             return sum(a.unread for a in self.accounts) / len(self.accounts)
-        return self.root.unread_share()
+        return self.root.unread_share(self.sampler)
 
     @property
     def unresolved_mass(self) -> float:
-        """Probability (under the grammar) of the token paths that reached no allowed value.
+        """Probability (as drawn) of the token paths that reached no allowed value.
 
         Those paths are left out and the rest renormalised; the mass is small, since such
         paths begin with improbable tokens.
         """
-        return self.root.unresolved_share()
+        return self.root.unresolved_share(self.sampler)
 
     def to_json(self) -> dict[str, Any]:
         """The field's distribution and the masses left out, as JSON."""
@@ -657,15 +734,18 @@ def read_distributions(source: TokenSource, request: LLMRequest,
         source: The model's token probabilities (``llm.logprobs.token_source``).
         request: The request a run would send (its messages and reply schema). Its sampling
             settings draw the sampled accounts; the greedy path does not use them.
-        settings: Top-k, guard, and the number of sampled accounts (0: the greedy path).
+        settings: Top-k, guard, the number of sampled accounts (0: the greedy path) and the
+            view (the sampler's distribution or the model's).
         seeds: With accounts: each account's seed (default: derived from the request's).
 
     Raises:
         ReadoutError: No schema, no enumerated field, a reply cut before a field, no allowed
-            token among those read, a source that does not read after the path's text.
+            token among those read, a source that does not read after the path's text, a
+            source that cannot say how its backend samples (view ``sampler``).
     """
     settings = settings or ReadoutSettings()
     requests = _path_requests(request, settings, seeds)
+    sampler = source.sampler(request) if settings.view == "sampler" else UNDER_GRAMMAR
     fields = list(enum_fields(request.json_schema or {}))
     start = time.perf_counter()
     read: dict[tuple[Any, ...], Node] = {}  # a field's tree by the text it is read after
@@ -688,21 +768,22 @@ def read_distributions(source: TokenSource, request: LLMRequest,
                            greedy=path_request.temperature == 0.0)
             along[name].append((path_request.seed, at.value, read[key]))
     assert first is not None  # at least one path
-    out = tuple(_field(name, values, along[name], passes[name], settings.accounts > 0)
+    out = tuple(_field(name, values, along[name], passes[name], settings.accounts > 0, sampler)
                 for name, values in fields)
     return ReplyDistributions(out, first.text, source.name, sum(passes.values()),
                               time.perf_counter() - start)
 
 
 def _field(name: str, values: Sequence[str], along: Sequence[tuple[int, str, Node]],
-           passes: int, sampled: bool) -> FieldDistribution:
+           passes: int, sampled: bool, sampler: TokenSampler) -> FieldDistribution:
     """A field's distribution: along the one greedy path, or the mean over the accounts."""
     readings = tuple(
-        AccountReading(seed, value, tuple(root.distribution().get(v, 0.0) for v in values),
-                       root.unread_share(), root)
+        AccountReading(seed, value,
+                       tuple(root.distribution(sampler).get(v, 0.0) for v in values),
+                       root.unread_share(sampler), root)
         for seed, value, root in along)
     mean = tuple(sum(r.probabilities[i] for r in readings) / len(readings)
                  for i in range(len(values)))
     _, value, root = along[0]
     return FieldDistribution(name, tuple(values), mean, value, root, passes,
-                             readings if sampled else ())
+                             readings if sampled else (), sampler)

@@ -436,6 +436,12 @@ class ReferenceSource:
                                  best["decision"], "", {"threat": "r", "coping": "r"}))
         return ReplyPath(text, tuple(Token(c.encode()) for c in text), laws)
 
+    def sampler(self, request: LLMRequest) -> Any:
+        """A respondent draws from its law as it is: the model's view (``UNDER_GRAMMAR``)."""
+        from governed_broker.llm.readout import UNDER_GRAMMAR
+
+        return UNDER_GRAMMAR
+
     def top_tokens(self, reply: Any, prefix: Sequence[Any], k: int) -> list[Any]:
         """The next characters' log-probabilities within the field being written."""
         from governed_broker.llm.readout import Candidate, Token

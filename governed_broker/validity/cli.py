@@ -23,6 +23,7 @@ from governed_broker.validity.readout_cli import (
     DEFAULT_ACCOUNTS,
     accounts_option,
     add_accounts_option,
+    add_view_option,
 )
 
 
@@ -57,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         help="with --readout distribution: read only the primary tests' "
                         "vignettes")
     add_accounts_option(parser)
+    add_view_option(parser)
     parser.add_argument("--distributions", type=Path, default=None, metavar="FILE",
                         help="with --readout distribution: judge a readout saved by "
                         "`governed-broker readout --json` for this configuration")
@@ -86,9 +88,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
                           "battery is calibrated on)")
     if args.readout == "distribution":
         return _distribution_card(experiment, source, args)
-    if args.primary_only or args.distributions is not None or args.accounts is not None:
-        raise ConfigError("--primary-only, --accounts and --distributions need --readout "
-                          "distribution")
+    if (args.primary_only or args.distributions is not None or args.accounts is not None
+            or args.view is not None):
+        raise ConfigError("--primary-only, --accounts, --view and --distributions need "
+                          "--readout distribution")
     if args.reference is not None:
         names = _reference_names(args.reference)
         if args.seeds > 1 or len(names) > 1 or args.calibration is not None:
@@ -163,7 +166,10 @@ def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.N
         if args.out is None:
             args.out = Path("outputs") / (f"{experiment.config.name}-validity-readout-"
                                           f"reference-{names[0].replace(':', '-')}")
-    settings = ReadoutSettings(accounts=accounts_option(args))
+    if args.distributions is not None and args.view is not None:
+        raise ConfigError("--view: a saved readout (--distributions) is judged in the view it "
+                          "was read in")
+    settings = ReadoutSettings(accounts=accounts_option(args), view=args.view or "sampler")
     prepared = prepare(experiment)
     print("\n".join(budget_lines(prepared.plan, prepared.budget)))
     print(readout_budget_line(prepared.plan, settings.accounts), flush=True)
@@ -265,7 +271,10 @@ def format_card(card: dict[str, Any]) -> str:
                 "; the coping label and the action are read after the greedy account."))
         lines[-1] = (f"model {model['backend']}/{name}, profile {cfg['profile']}; judged from "
                      f"the distributions of {card['battery'].get('vignettes')} vignettes "
-                     f"(read in {card['timing'].get('wall_s')} s), no sampled replies")
+                     f"(read in {card['timing'].get('wall_s')} s), no sampled replies; "
+                     + ("the distributions the run's sampler draws from"
+                        if readout.get("view") == "sampler"
+                        else "the model's distributions under the grammar (temperature 1)"))
     notes = [f"  {t['name']}: {t['note']}" for t in card["tests"] if t.get("note")]
     if notes:
         lines += ["notes:", *notes]

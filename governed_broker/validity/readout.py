@@ -159,7 +159,7 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
 
     Args:
         experiment: The experiment (``decision.maker: llm``).
-        settings: Top-k, guard and sampled accounts of the readout.
+        settings: Top-k, guard, sampled accounts and view of the readout.
         backend: A ready backend (tests); default: the experiment's.
         source: Ready token probabilities (tests); default: the backend's.
         progress: Called with (vignettes read, vignettes in all) after each.
@@ -188,7 +188,7 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
             provenance = {"model": prober.backend.describe(), "source": source.name,
                           "configuration_key": card_key(experiment, plan),
                           "top_k": settings.top_k, "accounts": settings.accounts,
-                          "min_path_mass": settings.min_path_mass,
+                          "min_path_mass": settings.min_path_mass, "view": settings.view,
                           "vignettes": len(read), "primary_only": primary_only,
                           "passes": sum(r.reply.passes for r in read),
                           "wall_s": round(time.perf_counter() - start, 1)}

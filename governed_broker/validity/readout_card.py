@@ -44,8 +44,8 @@ SUM_TOLERANCE = 1e-6
 def readout_key(sampled_key: str, settings: ReadoutSettings, primary_only: bool) -> str:
     """The key of a distribution card: the sampled card's key with the readout's settings.
 
-    Sampled accounts and the pruning of improbable token paths enter the key only when they
-    are used, so a readout made before either existed keeps its key.
+    Sampled accounts, the pruning of improbable token paths and the sampler's view enter the
+    key only when they are used, so a readout made before any existed keeps its key.
     """
     facts: dict[str, Any] = {"configuration": sampled_key, "readout": "distribution",
                              "top_k": settings.top_k, "primary_only": primary_only}
@@ -53,6 +53,8 @@ def readout_key(sampled_key: str, settings: ReadoutSettings, primary_only: bool)
         facts["accounts"] = settings.accounts
     if settings.min_path_mass:
         facts["min_path_mass"] = settings.min_path_mass
+    if settings.view != "model":
+        facts["view"] = settings.view
     text = json.dumps(facts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -100,7 +102,7 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
     Args:
         experiment: The experiment (``decision.maker: llm``).
         out_dir: Output directory (default ``outputs/<name>-validity-readout``).
-        settings: Top-k and sampled accounts of the readout (a saved readout: its own).
+        settings: Top-k, sampled accounts and view of the readout (a saved readout: its own).
         primary_only: Read only the primary tests' vignettes (the others not measurable).
         saved: A readout JSON of this configuration to judge instead of reading the model.
         overwrite: Replace an existing output directory of ``validate``.
@@ -129,7 +131,8 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
             made = data["provenance"]  # readouts made before a setting existed: without it
             settings = ReadoutSettings(top_k=int(made["top_k"]),
                                        accounts=int(made.get("accounts", 0)),
-                                       min_path_mass=float(made.get("min_path_mass", 0.0)))
+                                       min_path_mass=float(made.get("min_path_mass", 0.0)),
+                                       view=str(made.get("view", "model")))
         else:
             data = read_battery(experiment, settings, backend=backend, source=token_source,
                                 progress=ProgressLine() if progress else None,

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from governed_broker.llm.readout import VIEWS
+
 #: Sampled accounts the readout commands read the coping label and the action over, by default
 #: (the library's default, ``ReadoutSettings``, is the greedy path); docs/validity.md "Cards
 #: from distributions" gives the measurement behind it.
@@ -34,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         help="tokens read at each position (default 20; at most 20 on a "
                         "server)")
     add_accounts_option(parser)
+    add_view_option(parser)
     parser.add_argument("--json", type=Path, default=None, metavar="FILE",
                         help="also write every distribution and the positions read to FILE")
     parser.add_argument("--primary-only", action="store_true",
@@ -55,7 +58,7 @@ def cmd_readout(args: argparse.Namespace) -> int:
     if args.top_k is not None and args.top_k < 1:
         raise ConfigError(f"--top-k must be at least 1, got {args.top_k}")
     settings = ReadoutSettings(top_k=args.top_k or ReadoutSettings.top_k,
-                               accounts=accounts_option(args))
+                               accounts=accounts_option(args), view=args.view or "sampler")
     experiment = resolve_experiment(load_experiment(args.experiment, args.overrides))
     result = read_battery(experiment, settings,
                           progress=None if args.no_progress else ProgressLine(),
@@ -77,6 +80,16 @@ def add_accounts_option(parser: argparse.ArgumentParser) -> None:
         "probable account, which can differ from what sampled replies choose)")
 
 
+def add_view_option(parser: argparse.ArgumentParser) -> None:
+    """``--view sampler|model``: the distribution the run's sampler draws from, or the model's."""
+    parser.add_argument(
+        "--view", choices=VIEWS, default=None,
+        help="sampler (default): the distributions the run's sampler draws replies from (its "
+        "temperature and truncation: what a sampled card estimates); model: the model's own "
+        "distributions under the reply grammar (temperature 1, no truncation), the only view "
+        "of an OpenAI-compatible server")
+
+
 def accounts_option(args: argparse.Namespace) -> int:
     """The ``--accounts`` given, or the default; a negative number is a configuration error."""
     from governed_broker.config.base import ConfigError
@@ -96,8 +109,10 @@ def format_readout(result: Any) -> str:
     p = result.provenance
     along = (f"over {p['accounts']} sampled accounts" if p.get("accounts")
              else "along the greedy path")
+    view = ("the distributions the run's sampler draws from" if p.get("view") == "sampler"
+            else "the model's distributions under the grammar")
     lines = [f"{p['source']}: {p['vignettes']} vignettes read {along}, {p['passes']} positions "
-             f"read (top {p['top_k']}), {p['wall_s']} s", ""]
+             f"read (top {p['top_k']}), {p['wall_s']} s; {view}", ""]
     for v in result.vignettes:
         r = v.reply
         lines.append(f"{v.vignette.key} {v.vignette.arm}: {', '.join(v.vignette.uses)}")

@@ -19,7 +19,13 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from governed_broker.llm.readout import Candidate, ReplyPath, Token
+from governed_broker.llm.readout import (
+    UNDER_GRAMMAR,
+    Candidate,
+    ReplyPath,
+    Token,
+    TokenSampler,
+)
 
 PIECES = ["<s>", "<u>", "<a>", '{"', '":', ' "', '",', ' {"', "VL", "V", "L", "M", "H", "None",
           "|", "do", "_nothing", "buy", "_insurance", "ele", "el", "evate", "vate", "_house",
@@ -139,6 +145,7 @@ class ToySource:
         rules: The model's next-token probabilities.
         tokenizer: How replies are split into tokens.
         sampled: The reply drawn with each seed (a request at a temperature above 0).
+        sampler: How its replies are drawn (default: from the rules under the grammar).
 
     Attributes:
         asked: The text after which each position was read.
@@ -149,8 +156,10 @@ class ToySource:
 
     def __init__(self, greedy_text: str, rules: Rules = RULES,
                  tokenizer: Tokenizer = TOKENIZER,
-                 sampled: dict[int, str] | None = None) -> None:
+                 sampled: dict[int, str] | None = None,
+                 sampler: TokenSampler = UNDER_GRAMMAR) -> None:
         self.greedy_text = greedy_text
+        self._sampler = sampler
         self.rules = rules
         self.tokenizer = tokenizer
         self.sampled = sampled or {}
@@ -163,6 +172,9 @@ class ToySource:
         ids = self.tokenizer.encode(text)
         return ReplyPath(text, tuple(self.tokenizer.token(i) for i in ids),
                          prompt=request.messages[-1]["content"])
+
+    def sampler(self, request: Any) -> TokenSampler:
+        return self._sampler
 
     def top_tokens(self, reply: ReplyPath, prefix: Sequence[Token], k: int) -> list[Candidate]:
         text = reply.prompt + b"".join(t.text for t in prefix).decode()

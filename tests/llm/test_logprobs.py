@@ -22,6 +22,7 @@ from readout_support import (
 from governed_broker.llm import CachedBackend, LLMError, LLMRequest, ResponseCache, ScriptedBackend
 from governed_broker.llm.logprobs import ChatLogprobsSource, LlamaCppSource, token_source
 from governed_broker.llm.readout import ReadoutError, ReadoutSettings, read_distributions
+from governed_broker.llm.sampler_chain import LlamaCppSampler
 
 SYSTEM = "You are a household."
 #: Two households whose prompts share the system message; B's greedy threat label is VH too.
@@ -47,9 +48,12 @@ def without_time(readout) -> dict:
     return data
 
 
+MODEL_VIEW = ReadoutSettings(view="model")
+
+
 def test_embedded_source_reads_the_exact_distributions(server):
     source = LlamaCppSource(server, "toy-llama")
-    readout = read_distributions(source, request())
+    readout = read_distributions(source, request(), MODEL_VIEW)
     assert readout.field("threat_appraisal.label").distribution() == pytest.approx(
         THREAT_EXPECTED, abs=1e-12)
     assert readout.field("decision").distribution() == pytest.approx(DECISION_EXPECTED,
@@ -125,8 +129,27 @@ def chat_source(**kwargs) -> ChatLogprobsSource:
     return ChatLogprobsSource("http://gpu01:8000/v1", "toy", client=client)
 
 
+def test_embedded_source_reads_what_llama_cpps_sampler_draws(server):
+    """The default view: each position through the request's sampler (``LlamaCppSampler``)."""
+    source = LlamaCppSource(server, "toy-llama")
+    readout = read_distributions(source, request())
+    threat = readout.field("threat_appraisal.label")
+    sampler = LlamaCppSampler.of(request())
+    assert threat.sampler == sampler
+    drawn = threat.root.distribution(sampler)
+    assert threat.distribution() == pytest.approx(drawn, abs=1e-12)
+    assert sum(drawn.values()) == pytest.approx(1.0)
+    # temperature 0.7 sharpens the rules' distribution towards its most probable value
+    assert drawn["VH"] > THREAT_EXPECTED["VH"] and drawn["M"] < THREAT_EXPECTED["M"]
+
+
+def test_chat_source_cannot_say_what_its_server_draws():
+    with pytest.raises(ReadoutError, match="--view model"):
+        read_distributions(chat_source(), request())
+
+
 def test_chat_source_continues_the_assistants_text():
-    readout = read_distributions(chat_source(), request())
+    readout = read_distributions(chat_source(), request(), MODEL_VIEW)
     assert readout.field("threat_appraisal.label").distribution() == pytest.approx(
         THREAT_EXPECTED, abs=1e-12)
     assert readout.field("decision").distribution() == pytest.approx(DECISION_EXPECTED,
@@ -136,17 +159,17 @@ def test_chat_source_continues_the_assistants_text():
 
 def test_chat_source_of_a_server_that_starts_a_new_turn_is_an_error():
     with pytest.raises(ReadoutError, match="threat_appraisal.label"):
-        read_distributions(chat_source(continues=False), request())
+        read_distributions(chat_source(continues=False), request(), MODEL_VIEW)
 
 
 def test_chat_source_without_logprobs_is_an_error():
     with pytest.raises(LLMError, match="returned no token log-probabilities"):
-        read_distributions(chat_source(logprobs=False), request())
+        read_distributions(chat_source(logprobs=False), request(), MODEL_VIEW)
 
 
 def test_chat_source_reads_at_most_twenty_alternatives():
     with pytest.raises(ReadoutError, match="at most 20 top_logprobs"):
-        read_distributions(chat_source(), request(), ReadoutSettings(top_k=21))
+        read_distributions(chat_source(), request(), ReadoutSettings(top_k=21, view="model"))
 
 
 def test_backends_without_token_probabilities_say_what_to_use(tmp_path):

@@ -36,7 +36,7 @@ from governed_broker.validity.exact import (
     unread_bound,
 )
 from governed_broker.validity.plan import plan_battery
-from governed_broker.validity.readout_card import validate_distribution
+from governed_broker.validity.readout_card import readout_key, validate_distribution
 from governed_broker.validity.store import cards_dir, find_card
 from governed_broker.validity.validate import prepare
 
@@ -200,6 +200,16 @@ def test_a_saved_readout_is_judged_again_only_for_its_configuration(scripted_exp
     again = validate_distribution(experiment, tmp_path / "again", saved=saved, progress=False)
     assert _outcomes(again) == _outcomes(first)
     assert again.card["key"] == first.card["key"]
+    assert first.card["readout"]["view"] == "sampler"
+    # a readout made before the sampler view existed was the model's view, and keeps its key
+    older = json.loads(saved.read_text())
+    del older["provenance"]["view"]
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    before = validate_distribution(experiment, tmp_path / "older", saved=tmp_path / "older.json",
+                                   progress=False)
+    assert before.card["key"] != first.card["key"]
+    assert before.card["key"] == readout_key(prepare(experiment).key,
+                                             ReadoutSettings(view="model"), False)
     other = scripted_experiment("governance.profile=disabled")
     with pytest.raises(ConfigError, match="made for configuration"):
         validate_distribution(other, tmp_path / "other", saved=saved, progress=False)
@@ -219,6 +229,10 @@ def test_validate_readout_distribution_needs_token_probabilities(scripted_file, 
     assert main(["validate", str(scripted_file), "--readout", "distribution", "--quick"]) == 2
     assert main(["validate", str(scripted_file), "--primary-only"]) == 2
     assert main(["validate", str(scripted_file), "--accounts", "4"]) == 2
+    assert main(["validate", str(scripted_file), "--view", "model"]) == 2
+    assert main(["validate", str(scripted_file), "--readout", "distribution", "--view",
+                 "model", "--distributions", "readout.json"]) == 2
+    assert "judged in the view it was read in" in capsys.readouterr().err
     assert main(["validate", str(scripted_file), "--readout", "distribution",
                  "--accounts", "-1"]) == 2
     assert "--accounts must be 0 or more, got -1" in capsys.readouterr().err

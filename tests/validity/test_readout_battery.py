@@ -13,7 +13,7 @@ import pytest
 
 from governed_broker.cli import main
 from governed_broker.llm import LLMError, ScriptedBackend, ScriptRule
-from governed_broker.llm.readout import Candidate, ReplyPath, Token, enum_fields
+from governed_broker.llm.readout import UNDER_GRAMMAR, Candidate, ReplyPath, Token, enum_fields
 from governed_broker.validity.readout import read_battery
 
 FLOODED = "A flood reached your home"
@@ -56,6 +56,10 @@ class CharSource:
                                                 "reason": "r"},
                            "decision": best["decision"], "reason": ""})
         return ReplyPath(text, tuple(Token(c.encode()) for c in text), prompt)
+
+    def sampler(self, request):
+        """Replies are drawn from the weights as they are."""
+        return UNDER_GRAMMAR
 
     def top_tokens(self, reply, prefix, k) -> list[Candidate]:
         written = b"".join(t.text for t in prefix).decode()
