@@ -72,41 +72,11 @@ def chi_square(counts: list[int], expected: list[float]) -> float:
     return float(chisquare(cells_o, [n * e / total for e in cells_e]).pvalue)
 
 
-class ReusedPrompt:
-    """The embedded source, its draws reusing the prompt's evaluation (``cache_prompt``).
-
-    A draw then costs its generated tokens only; the logits differ from a whole evaluation's
-    in rounding, not in law. The readings are the same (they always reuse it).
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.name = inner, inner.name + " (draws reuse the prompt)"
-
-    def path(self, request):
-        from governed_broker.llm.logprobs import _logprob_steps, _token
-        from governed_broker.llm.readout import ReplyPath
-
-        ids = self.inner.prompt_ids(request)
-        result = self.inner._complete({
-            "prompt": ids, "n_predict": request.max_tokens, "temperature": request.temperature,
-            "seed": request.seed % (2**32 - 1), **request.sampling_options(),
-            "json_schema": request.json_schema, "cache_prompt": True,
-            "n_probs": 1, "post_sampling_probs": True})
-        steps = _logprob_steps(result, self.name)
-        return ReplyPath(result["choices"][0]["text"], tuple(_token(s) for s in steps), ids)
-
-    def sampler(self, request):
-        return self.inner.sampler(request)
-
-    def top_tokens(self, reply, prefix, k):
-        return self.inner.top_tokens(reply, prefix, k)
-
-
 def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     from governed_broker.config.loader import load_experiment
     from governed_broker.config.resolved import resolve_experiment
     from governed_broker.llm import build_backend
-    from governed_broker.llm.logprobs import token_source
+    from governed_broker.llm.logprobs import LlamaCppSource, token_source
     from governed_broker.llm.readout import (
         UNDER_GRAMMAR,
         ReadoutSettings,
@@ -130,8 +100,9 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     assert config.llm is not None
     backend = build_backend(config.llm, config.base_dir)
     source = token_source(backend)
-    if args.reuse_prompt:
-        source = ReusedPrompt(source)
+    if args.reuse_prompt:  # the readings are the same; the draws reuse the prompt's evaluation
+        source = LlamaCppSource(source.server, source.name + " (draws reuse the prompt)",
+                                whole_prompt=False)
     field = FIELDS[args.field]
     seeds = [common_seed(plan.battery.tests.seed, k, 0) for k in range(args.draws)]
     rows = []
@@ -186,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="stop each draw after this many tokens (the threat label is "
                         "written within the first 30; default: the experiment's)")
     parser.add_argument("--reuse-prompt", action="store_true",
-                        help="draws reuse the prompt's evaluation (ReusedPrompt): seconds "
+                        help="draws reuse the prompt's evaluation (LlamaCppSource's "
+                        "whole_prompt off): seconds "
                         "instead of a whole evaluation each")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)

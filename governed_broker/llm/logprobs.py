@@ -99,11 +99,15 @@ class LlamaCppSource:
         server: The loaded ``xllamacpp.Server`` (``handle_completions`` and the HTTP routes at
             ``listening_address``).
         name: The model, for messages and provenance.
+        whole_prompt: Evaluate each path's prompt whole (the readout's determinism); False
+            reuses the server's cached evaluation of the same prompt (a benchmark's cheap
+            draws: rounding changes, not the law).
     """
 
-    def __init__(self, server: Any, name: str) -> None:
+    def __init__(self, server: Any, name: str, whole_prompt: bool = True) -> None:
         self.server = server
         self.name = name
+        self.whole_prompt = whole_prompt
         self.address = str(server.listening_address).rstrip("/")
 
     def _post(self, route: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -129,7 +133,7 @@ class LlamaCppSource:
         return result
 
     def path(self, request: LLMRequest) -> ReplyPath:
-        """The reply drawn as a run draws it, its prompt evaluated whole (``cache_prompt`` off).
+        """The reply drawn as a run draws it, its prompt evaluated whole (``whole_prompt``).
 
         The request's temperature, truncation and seed, as the embedded backend sends them.
         """
@@ -138,7 +142,7 @@ class LlamaCppSource:
             "prompt": ids, "n_predict": request.max_tokens, "temperature": request.temperature,
             # as the embedded backend: 32-bit seeds, 0xFFFFFFFF meaning "random"
             "seed": request.seed % (2**32 - 1), **request.sampling_options(),
-            "json_schema": request.json_schema, "cache_prompt": False,
+            "json_schema": request.json_schema, "cache_prompt": not self.whole_prompt,
             # the chosen token's id with each step (after sampling: no sort of the vocabulary)
             "n_probs": 1, "post_sampling_probs": True})
         steps = _logprob_steps(result, self.name)
