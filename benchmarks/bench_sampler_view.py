@@ -16,9 +16,10 @@ and a chi-square test of the counts (cells expected below 1e-9 merged into their
     .venv/bin/python benchmarks/bench_sampler_view.py --field threat --draws 100 \
         --uses threat_rises_with_depth --json /tmp/sampler_view.json
 
-Run it alone on the machine: a draw is a whole-prompt evaluation (about 12 s for the 0.5B
-model on 2 cores), or, with ``--reuse-prompt``, only its generated tokens. The load average is
-printed before and after.
+Run it alone on the machine. The draws of a vignette are a readout's sampled accounts: the
+first evaluates the prompt whole (about 10 s for the 0.5B model on 2 cores), the others reuse
+that evaluation and cost their generated tokens (``ReadoutSettings.prompt_reuse``), unless
+``--whole-prompts``. The load average is printed before and after.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     from governed_broker.config.loader import load_experiment
     from governed_broker.config.resolved import resolve_experiment
     from governed_broker.llm import build_backend
-    from governed_broker.llm.logprobs import LlamaCppSource, token_source
+    from governed_broker.llm.logprobs import token_source
     from governed_broker.llm.readout import (
         UNDER_GRAMMAR,
         ReadoutSettings,
@@ -100,9 +101,6 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     assert config.llm is not None
     backend = build_backend(config.llm, config.base_dir)
     source = token_source(backend)
-    if args.reuse_prompt:  # the readings are the same; the draws reuse the prompt's evaluation
-        source = LlamaCppSource(source.server, source.name + " (draws reuse the prompt)",
-                                whole_prompt=False)
     field = FIELDS[args.field]
     seeds = [common_seed(plan.battery.tests.seed, k, 0) for k in range(args.draws)]
     rows = []
@@ -114,8 +112,10 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
                 cut = replace(request, json_schema=up_to(request.json_schema, field),
                               max_tokens=args.max_tokens or request.max_tokens)
                 start = time.perf_counter()
-                read = read_distributions(source, cut, ReadoutSettings(accounts=args.draws),
-                                          seeds).field(field)
+                settings = ReadoutSettings(accounts=args.draws,
+                                           prompt_reuse=not args.whole_prompts)
+                readout = read_distributions(source, cut, settings, seeds)
+                read = readout.field(field)
                 values = list(read.values)
                 counts = [sum(a.value == x for a in read.accounts) for x in values]
                 views = {"sampler": list(read.probabilities),
@@ -125,6 +125,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
                 rows.append({
                     "vignette": v.key, "uses": v.uses, "spec": v.spec.model_dump(mode="json"),
                     "field": field, "values": values, "draws": args.draws, "counts": counts,
+                    "redrawn": readout.redrawn,
                     "seconds": round(time.perf_counter() - start, 1),
                     "views": {name: {"expected": shares, "p": chi_square(counts, shares),
                                      "mean_rank": sum(i * p for i, p in enumerate(shares))}
@@ -140,7 +141,8 @@ def line(row: dict[str, Any]) -> str:
     views = "; ".join(f"{name}: expected {v['mean_rank']:.2f}, p {v['p']:.3f}"
                       for name, v in row["views"].items())
     return (f"{row['vignette']} ({row['uses'][0]}): {row['draws']} draws, mean rank observed "
-            f"{row['observed_mean_rank']:.2f}; {views} ({row['seconds']} s)")
+            f"{row['observed_mean_rank']:.2f}; {views} ({row['seconds']} s, "
+            f"{row['redrawn']} drawn again)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,10 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=None,
                         help="stop each draw after this many tokens (the threat label is "
                         "written within the first 30; default: the experiment's)")
-    parser.add_argument("--reuse-prompt", action="store_true",
-                        help="draws reuse the prompt's evaluation (LlamaCppSource's "
-                        "whole_prompt off): seconds "
-                        "instead of a whole evaluation each")
+    parser.add_argument("--whole-prompts", action="store_true",
+                        help="evaluate the prompt whole for every draw (about 10 s more each)")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
     before = os.getloadavg()

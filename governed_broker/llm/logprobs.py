@@ -9,7 +9,12 @@
   it is read from the server's ``/completion`` with token ids (``n_probs``: the raw
   log-probabilities of the whole vocabulary's top tokens, before grammar and temperature),
   reusing that evaluation. The positions read thus depend only on the request (its seed), the
-  model and ``llm.threads``, never on the call before.
+  model and ``llm.threads``, never on the call before. A path asked with ``reuse_prompt`` (a
+  readout's accounts after the first, whose prompt the previous path evaluated whole) is sent
+  with ``cache_prompt: true``: llama.cpp keeps the slot's evaluation of the whole prompt and
+  evaluates its last token again (to have its logits), so the path costs its generated tokens.
+  With several slots (``llm.concurrency``), llama.cpp picks the slot whose cached prompt is most
+  like the request's (``slot_prompt_similarity``), the one holding this prompt.
 * ``openai`` (an OpenAI-compatible server that returns ``logprobs``: llama.cpp's
   ``llama-server``, vLLM): a path is a chat completion with ``logprobs``; a position
   after it is a one-token chat completion that continues the path's text as the assistant's
@@ -17,8 +22,8 @@
   message by itself) with ``top_logprobs`` (at most 20, the API's limit). The path is asked
   for with ``cache_prompt: false`` (llama-server's field; a server that refuses it answers
   with an HTTP error, which the readout names), so its prompt is evaluated whole, as the
-  embedded source's is. The server tokenises that text again, and a readout is as
-  deterministic as the server.
+  embedded source's is (``true`` with ``reuse_prompt``). The server tokenises that text
+  again, and a readout is as deterministic as the server.
 
 Every other backend (``ollama``, ``scripted``, ...) cannot be read: ``token_source`` says so
 and what to use instead.
@@ -99,15 +104,11 @@ class LlamaCppSource:
         server: The loaded ``xllamacpp.Server`` (``handle_completions`` and the HTTP routes at
             ``listening_address``).
         name: The model, for messages and provenance.
-        whole_prompt: Evaluate each path's prompt whole (the readout's determinism); False
-            reuses the server's cached evaluation of the same prompt (a benchmark's cheap
-            draws: rounding changes, not the law).
     """
 
-    def __init__(self, server: Any, name: str, whole_prompt: bool = True) -> None:
+    def __init__(self, server: Any, name: str) -> None:
         self.server = server
         self.name = name
-        self.whole_prompt = whole_prompt
         self.address = str(server.listening_address).rstrip("/")
 
     def _post(self, route: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -132,8 +133,8 @@ class LlamaCppSource:
             raise LLMError(f"{self.name} returned an error: {detail}")
         return result
 
-    def path(self, request: LLMRequest) -> ReplyPath:
-        """The reply drawn as a run draws it, its prompt evaluated whole (``whole_prompt``).
+    def path(self, request: LLMRequest, reuse_prompt: bool = False) -> ReplyPath:
+        """The reply drawn as a run draws it, its prompt evaluated whole unless ``reuse_prompt``.
 
         The request's temperature, truncation and seed, as the embedded backend sends them.
         """
@@ -142,7 +143,7 @@ class LlamaCppSource:
             "prompt": ids, "n_predict": request.max_tokens, "temperature": request.temperature,
             # as the embedded backend: 32-bit seeds, 0xFFFFFFFF meaning "random"
             "seed": request.seed % (2**32 - 1), **request.sampling_options(),
-            "json_schema": request.json_schema, "cache_prompt": not self.whole_prompt,
+            "json_schema": request.json_schema, "cache_prompt": reuse_prompt,
             # the chosen token's id with each step (after sampling: no sort of the vocabulary)
             "n_probs": 1, "post_sampling_probs": True})
         steps = _logprob_steps(result, self.name)
@@ -188,16 +189,20 @@ class ChatLogprobsSource:
             raise LLMError(f"{self.name}: HTTP {reply.status_code}: {reply.text[:300]}")
         return reply.json()
 
-    def path(self, request: LLMRequest) -> ReplyPath:
-        """The reply through chat completions (the request's sampling), with its tokens' bytes."""
+    def path(self, request: LLMRequest, reuse_prompt: bool = False) -> ReplyPath:
+        """The reply through chat completions (the request's sampling), with its tokens' bytes.
+
+        ``reuse_prompt`` is llama-server's ``cache_prompt`` (it picks the slot holding the most
+        similar prompt); vLLM caches prefixes by itself.
+        """
         messages = [dict(m) for m in request.messages]
         data = self._post({"messages": messages, "temperature": request.temperature,
                            # as the openai backend sends them
                            "seed": request.seed % (2**31), **request.sampling_options(),
                            "max_tokens": request.max_tokens, "logprobs": True,
-                           # llama-server: evaluated whole, never reused from the call
-                           # before (reused, P(VL) read 0.034 away)
-                           "cache_prompt": False,
+                           # llama-server: evaluated whole, never reused from another
+                           # prompt's call (reused, P(VL) read 0.034 away)
+                           "cache_prompt": reuse_prompt,
                            "top_logprobs": 1,  # the tokens are what is needed here
                            "response_format": openai_response_format(request.json_schema)})
         steps = _logprob_steps(data, self.name)

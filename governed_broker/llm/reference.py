@@ -422,11 +422,12 @@ class ReferenceSource:
         return {"threat_appraisal.label": threat, "coping_appraisal.label": coping,
                 "decision": action}
 
-    def path(self, request: LLMRequest) -> Any:
+    def path(self, request: LLMRequest, reuse_prompt: bool = False) -> Any:
         """The reply of each field's most probable value, written character by character.
 
         Greedy or sampled alike: the fields are independent, so the text before a field does
-        not change its distribution.
+        not change its distribution. A respondent evaluates no prompt (``reuse_prompt`` is
+        moot).
         """
         from governed_broker.llm.readout import ReplyPath, Token
 

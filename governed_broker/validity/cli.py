@@ -21,9 +21,9 @@ from typing import Any
 
 from governed_broker.validity.readout_cli import (
     DEFAULT_ACCOUNTS,
-    accounts_option,
     add_accounts_option,
     add_view_option,
+    reading_settings,
 )
 
 
@@ -76,6 +76,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from governed_broker.config.base import ConfigError
     from governed_broker.config.loader import load_experiment
     from governed_broker.config.resolved import resolve_experiment
+    from governed_broker.llm.readout import ReadoutSettings
     from governed_broker.validity.budget import budget_lines
     from governed_broker.validity.validate import prepare, validate
 
@@ -89,9 +90,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.readout == "distribution":
         return _distribution_card(experiment, source, args)
     if (args.primary_only or args.distributions is not None or args.accounts is not None
-            or args.view is not None):
-        raise ConfigError("--primary-only, --accounts, --view and --distributions need "
-                          "--readout distribution")
+            or args.view is not None or args.whole_prompts):
+        raise ConfigError("--primary-only, --accounts, --view, --whole-prompts and "
+                          "--distributions need --readout distribution")
     if args.reference is not None:
         names = _reference_names(args.reference)
         if args.seeds > 1 or len(names) > 1 or args.calibration is not None:
@@ -114,7 +115,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.budget:
         prepared = prepare(experiment, args.quick)
         print("\n".join(budget_lines(prepared.plan, prepared.budget)))
-        print(readout_budget_line(prepared.plan, DEFAULT_ACCOUNTS))
+        print(readout_budget_line(prepared.plan, ReadoutSettings(accounts=DEFAULT_ACCOUNTS)))
         return 0
 
     def announce(prepared: Any) -> None:
@@ -130,24 +131,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if result.card["passed"] else 1
 
 
-def readout_budget_line(plan: Any, accounts: int) -> str:
-    """What ``--readout distribution`` would read instead of the sampled decisions."""
+def readout_budget_line(plan: Any, settings: Any) -> str:
+    """What ``--readout distribution`` with ``settings`` reads instead of sampled decisions."""
     from governed_broker.validity.readout import READ_ARMS, primary_vignettes
 
+    accounts = settings.accounts
     read = [v for v in plan.vignettes.values() if v.arm in READ_ARMS]
     paths = (f"{accounts} sampled replies (up to the action)" if accounts
              else "one greedy reply")
+    replies = len(read) * max(accounts, 1)
+    prompts = len(read) if settings.prompt_reuse else replies
     return (f"readout budget (--readout distribution, --accounts {accounts}): {len(read)} "
             f"vignettes ({len(primary_vignettes(plan))} with --primary-only), {paths} and a "
-            f"few one-token passes each: {len(read) * max(accounts, 1)} replies instead of "
-            f"{plan.decisions()} sampled decisions")
+            f"few one-token passes each: {replies} replies from {prompts} prompt evaluations "
+            f"instead of {plan.decisions()} sampled decisions")
 
 
 def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.Namespace
                        ) -> int:
     """``--readout distribution``: the card judged from the model's distributions."""
     from governed_broker.config.base import ConfigError
-    from governed_broker.llm.readout import ReadoutSettings
     from governed_broker.validity.budget import budget_lines
     from governed_broker.validity.readout_card import validate_distribution
     from governed_broker.validity.validate import prepare
@@ -166,13 +169,13 @@ def _distribution_card(experiment: Any, source: dict[str, Any], args: argparse.N
         if args.out is None:
             args.out = Path("outputs") / (f"{experiment.config.name}-validity-readout-"
                                           f"reference-{names[0].replace(':', '-')}")
-    if args.distributions is not None and args.view is not None:
-        raise ConfigError("--view: a saved readout (--distributions) is judged in the view it "
-                          "was read in")
-    settings = ReadoutSettings(accounts=accounts_option(args), view=args.view or "sampler")
+    if args.distributions is not None and (args.view is not None or args.whole_prompts):
+        raise ConfigError("--view, --whole-prompts: a saved readout (--distributions) is "
+                          "judged as it was read")
+    settings = reading_settings(args)
     prepared = prepare(experiment)
     print("\n".join(budget_lines(prepared.plan, prepared.budget)))
-    print(readout_budget_line(prepared.plan, settings.accounts), flush=True)
+    print(readout_budget_line(prepared.plan, settings), flush=True)
     if args.budget:
         return 0
     source["readout"] = "distribution"

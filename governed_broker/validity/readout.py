@@ -189,8 +189,10 @@ def read_battery(experiment: ResolvedExperiment, settings: ReadoutSettings | Non
                           "configuration_key": card_key(experiment, plan),
                           "top_k": settings.top_k, "accounts": settings.accounts,
                           "min_path_mass": settings.min_path_mass, "view": settings.view,
+                          "prompt_reuse": settings.prompt_reuse,
                           "vignettes": len(read), "primary_only": primary_only,
                           "passes": sum(r.reply.passes for r in read),
+                          "redrawn": sum(r.reply.redrawn for r in read),
                           "wall_s": round(time.perf_counter() - start, 1)}
         finally:
             prober.broker.close()

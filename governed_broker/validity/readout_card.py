@@ -44,8 +44,9 @@ SUM_TOLERANCE = 1e-6
 def readout_key(sampled_key: str, settings: ReadoutSettings, primary_only: bool) -> str:
     """The key of a distribution card: the sampled card's key with the readout's settings.
 
-    Sampled accounts, the pruning of improbable token paths and the sampler's view enter the
-    key only when they are used, so a readout made before any existed keeps its key.
+    Sampled accounts, the pruning of improbable token paths, the sampler's view and the reuse
+    of the first account's prompt evaluation enter the key only when they are used, so a
+    readout made before any existed keeps its key.
     """
     facts: dict[str, Any] = {"configuration": sampled_key, "readout": "distribution",
                              "top_k": settings.top_k, "primary_only": primary_only}
@@ -55,6 +56,8 @@ def readout_key(sampled_key: str, settings: ReadoutSettings, primary_only: bool)
         facts["min_path_mass"] = settings.min_path_mass
     if settings.view != "model":
         facts["view"] = settings.view
+    if settings.prompt_reuse and settings.accounts > 1:
+        facts["prompt_reuse"] = True
     text = json.dumps(facts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -132,7 +135,8 @@ def validate_distribution(experiment: ResolvedExperiment, out_dir: Path | None =
             settings = ReadoutSettings(top_k=int(made["top_k"]),
                                        accounts=int(made.get("accounts", 0)),
                                        min_path_mass=float(made.get("min_path_mass", 0.0)),
-                                       view=str(made.get("view", "model")))
+                                       view=str(made.get("view", "model")),
+                                       prompt_reuse=bool(made.get("prompt_reuse", False)))
         else:
             data = read_battery(experiment, settings, backend=backend, source=token_source,
                                 progress=ProgressLine() if progress else None,

@@ -51,14 +51,12 @@ def cmd_readout(args: argparse.Namespace) -> int:
     from governed_broker.config.base import ConfigError
     from governed_broker.config.loader import load_experiment
     from governed_broker.config.resolved import resolve_experiment
-    from governed_broker.llm.readout import ReadoutSettings
     from governed_broker.run_dir import write_atomic
     from governed_broker.validity.readout import ProgressLine, read_battery
 
     if args.top_k is not None and args.top_k < 1:
         raise ConfigError(f"--top-k must be at least 1, got {args.top_k}")
-    settings = ReadoutSettings(top_k=args.top_k or ReadoutSettings.top_k,
-                               accounts=accounts_option(args), view=args.view or "sampler")
+    settings = reading_settings(args, args.top_k)
     experiment = resolve_experiment(load_experiment(args.experiment, args.overrides))
     result = read_battery(experiment, settings,
                           progress=None if args.no_progress else ProgressLine(),
@@ -88,6 +86,19 @@ def add_view_option(parser: argparse.ArgumentParser) -> None:
         "temperature and truncation: what a sampled card estimates); model: the model's own "
         "distributions under the reply grammar (temperature 1, no truncation), the only view "
         "of an OpenAI-compatible server")
+    parser.add_argument(
+        "--whole-prompts", action="store_true",
+        help="evaluate a vignette's prompt whole for every sampled account (by default the "
+        "accounts after the first reuse the first's evaluation: the same distributions up to "
+        "rounding, in about a third of the time)")
+
+
+def reading_settings(args: argparse.Namespace, top_k: int | None = None) -> Any:
+    """The ``ReadoutSettings`` of ``--accounts``, ``--view``, ``--whole-prompts``."""
+    from governed_broker.llm.readout import ReadoutSettings
+
+    return ReadoutSettings(top_k=top_k or ReadoutSettings.top_k, accounts=accounts_option(args),
+                           view=args.view or "sampler", prompt_reuse=not args.whole_prompts)
 
 
 def accounts_option(args: argparse.Namespace) -> int:

@@ -150,6 +150,7 @@ class ToySource:
     Attributes:
         asked: The text after which each position was read.
         requests: The path requests, in order.
+        reused: Whether each path was asked to reuse the previous path's prompt evaluation.
     """
 
     name = "toy"
@@ -165,9 +166,11 @@ class ToySource:
         self.sampled = sampled or {}
         self.asked: list[str] = []
         self.requests: list[Any] = []
+        self.reused: list[bool] = []
 
-    def path(self, request: Any) -> ReplyPath:
+    def path(self, request: Any, reuse_prompt: bool = False) -> ReplyPath:
         self.requests.append(request)
+        self.reused.append(reuse_prompt)
         text = self.greedy_text if request.temperature == 0 else self.sampled[request.seed]
         ids = self.tokenizer.encode(text)
         return ReplyPath(text, tuple(self.tokenizer.token(i) for i in ids),

@@ -97,6 +97,21 @@ def test_a_readout_does_not_depend_on_the_call_before(embedded, first_read):
     assert without_time(again) == without_time(first_read[0])
 
 
+def test_accounts_that_reuse_the_first_ones_prompt_do_not_depend_on_the_call_before(embedded):
+    """Three accounts of household 0, read twice with household 1's prompt evaluated between.
+
+    The later accounts reuse the first's evaluation of the prompt (llama.cpp evaluates its
+    last token again); the first is evaluated whole, so the second readout is the same. (On
+    this model and machine a first account that reused household 1's system message read the
+    same too: the toy server's test, tests/llm/test_logprobs.py, is the one that tells.)
+    """
+    settings = ReadoutSettings(accounts=3)
+    first = read_distributions(token_source(embedded), request(0), settings, seeds=[1, 2, 3])
+    embedded.chat(replace(request(1), max_tokens=1))
+    again = read_distributions(token_source(embedded), request(0), settings, seeds=[1, 2, 3])
+    assert without_time(again) == without_time(first)
+
+
 def test_the_chat_route_reads_the_same_distributions(embedded, first_read):
     """The OpenAI-compatible route of the same server agrees with the embedded source.
 

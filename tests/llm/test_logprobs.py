@@ -6,6 +6,8 @@ the toy model's rules, and the clear error for backends that give no token proba
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import httpx
 import pytest
 from readout_support import (
@@ -103,6 +105,35 @@ def test_embedded_readout_does_not_depend_on_the_call_before(server):
         read_distributions(source, request("household B, a longer message"))
         after_b = without_time(read_distributions(source, request()))
         assert without_time(read_distributions(source, request())) == after_b == alone
+    finally:
+        other.close()
+
+
+def test_embedded_accounts_reuse_the_first_accounts_prompt_and_still_not_the_call_before(
+        server):
+    """The first account evaluates the prompt whole, the later ones reuse that evaluation.
+
+    So the readout of A's accounts is the same on a fresh server and after B; with
+    ``prompt_reuse`` off every account evaluates it whole, and reads the same here (the toy
+    moves its numbers only for an evaluation made for another prompt).
+    """
+    sampled = replace(request(), temperature=0.7)
+    settings = ReadoutSettings(accounts=3)
+    alone = without_time(read_distributions(LlamaCppSource(server, "toy-llama"), sampled,
+                                            settings, seeds=[1, 2, 3]))
+    paths = [p for p in server.payloads if p["n_predict"] > 1]
+    assert [p["cache_prompt"] for p in paths] == [False, True, True]
+    other = ToyLlamaServer(REPLIES)
+    try:
+        source = LlamaCppSource(other, "toy-llama")
+        read_distributions(source, request("household B, a longer message"))
+        after_b = without_time(read_distributions(source, sampled, settings, seeds=[1, 2, 3]))
+        before = len(other.payloads)
+        whole = without_time(read_distributions(
+            source, sampled, replace(settings, prompt_reuse=False), seeds=[1, 2, 3]))
+        assert after_b == alone == whole
+        assert [p["cache_prompt"] for p in other.payloads[before:] if p["n_predict"] > 1] == [
+            False, False, False]
     finally:
         other.close()
 

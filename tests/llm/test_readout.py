@@ -29,6 +29,7 @@ from readout_support import (
 
 from governed_broker.llm.base import LLMRequest
 from governed_broker.llm.readout import (
+    MAX_REDRAWS,
     Branch,
     Node,
     ReadoutError,
@@ -222,7 +223,7 @@ def test_unread_share_counts_the_tokens_beyond_the_top_k_and_unresolved_paths():
 def test_a_reply_cut_before_a_field_is_an_error():
     cut = reply()[:60]
     with pytest.raises(ReadoutError, match="stops before field coping_appraisal.label"):
-        read_distributions(ToySource(cut), request())
+        read_distributions(ToySource(cut.replace('"L"', '"VH"')), request())
 
 
 def test_the_runaway_guard():
@@ -311,6 +312,20 @@ def test_a_later_field_is_the_mean_over_the_sampled_accounts():
     assert source.requests[0].json_schema["properties"]["reason"]["maxLength"] == 0
 
 
+def test_the_accounts_after_the_first_reuse_its_prompt_evaluation():
+    """The first account's path evaluates the prompt whole; the later ones may reuse it."""
+    source = ToySource(reply(), sampled={**ACCOUNTS, 13: ACCOUNTS[11]})
+    read_distributions(source, request(), ReadoutSettings(accounts=3), seeds=[11, 12, 13])
+    assert source.reused == [False, True, True]
+    whole = ToySource(reply(), sampled={**ACCOUNTS, 13: ACCOUNTS[11]})
+    read_distributions(whole, request(), ReadoutSettings(accounts=3, prompt_reuse=False),
+                       seeds=[11, 12, 13])
+    assert whole.reused == [False, False, False]
+    greedy = ToySource(reply())
+    read_distributions(greedy, request())
+    assert greedy.reused == [False]
+
+
 def test_a_field_after_fixed_text_is_read_once_and_exact():
     """Both accounts reach the threat label after the same text: one reading, the model's law."""
     read = read_distributions(ToySource(reply(), sampled=ACCOUNTS), request(),
@@ -333,6 +348,30 @@ def test_accounts_are_what_the_json_keeps():
     assert data["unread"] == 0.0
     greedy = read_distributions(ToySource(reply()), request())
     assert "accounts" not in greedy.field("decision").to_json()
+
+
+def test_an_account_that_stops_before_a_field_is_drawn_again():
+    """Seed 12's reply runs into layout whitespace; its redraw writes every field."""
+    from governed_broker.seeding import child_seed
+
+    redraw = child_seed(12, "redraw", 1)
+    cut = '{"threat_appraisal": {"label": "L", "reason": "r"}' + "\n" * 40
+    source = ToySource(reply(), sampled={11: ACCOUNTS[11], 12: cut, redraw: ACCOUNTS[12]})
+    read = read_distributions(source, request(), ReadoutSettings(accounts=2), seeds=[11, 12])
+    assert read.redrawn == 1 and read.to_json()["redrawn"] == 1
+    assert [r.seed for r in source.requests] == [11, 12, redraw]
+    assert source.reused == [False, True, True]
+    coping = read.field("coping_appraisal.label")
+    assert [(a.seed, a.value) for a in coping.accounts] == [(11, "H"), (redraw, "L")]
+    # an account that never writes the field is an error, after MAX_REDRAWS more draws
+    always = ToySource(reply(), sampled={11: ACCOUNTS[11], 12: cut, **{
+        child_seed(12, "redraw", n): cut for n in range(1, MAX_REDRAWS + 1)}})
+    with pytest.raises(ReadoutError, match=f"{MAX_REDRAWS + 1} draws of an account stopped "
+                       "before field coping_appraisal.label"):
+        read_distributions(always, request(), ReadoutSettings(accounts=2), seeds=[11, 12])
+    # a greedy path is not drawn again: it would write the same
+    with pytest.raises(ReadoutError, match="stops before field coping"):
+        read_distributions(ToySource(cut.replace('"L"', '"VH"')), request())
 
 
 def test_default_account_seeds_come_from_the_request_seed():

@@ -230,15 +230,32 @@ def test_validate_readout_distribution_needs_token_probabilities(scripted_file, 
     assert main(["validate", str(scripted_file), "--primary-only"]) == 2
     assert main(["validate", str(scripted_file), "--accounts", "4"]) == 2
     assert main(["validate", str(scripted_file), "--view", "model"]) == 2
-    assert main(["validate", str(scripted_file), "--readout", "distribution", "--view",
-                 "model", "--distributions", "readout.json"]) == 2
-    assert "judged in the view it was read in" in capsys.readouterr().err
+    assert main(["validate", str(scripted_file), "--whole-prompts"]) == 2
+    assert "--whole-prompts" in capsys.readouterr().err
+    for flag in (["--view", "model"], ["--whole-prompts"]):
+        assert main(["validate", str(scripted_file), "--readout", "distribution", *flag,
+                     "--distributions", "readout.json"]) == 2
+        assert "judged as it was read" in capsys.readouterr().err
     assert main(["validate", str(scripted_file), "--readout", "distribution",
                  "--accounts", "-1"]) == 2
     assert "--accounts must be 0 or more, got -1" in capsys.readouterr().err
     assert main(["validate", str(scripted_file), "--readout", "distribution",
                  "--budget", "--accounts", "3"]) == 0
-    assert "readout budget (--readout distribution, --accounts 3)" in capsys.readouterr().out
+    shared = capsys.readouterr().out
+    assert "readout budget (--readout distribution, --accounts 3)" in shared
+    assert main(["validate", str(scripted_file), "--readout", "distribution",
+                 "--budget", "--accounts", "3", "--whole-prompts"]) == 0
+    whole = capsys.readouterr().out
+
+    def counts(out: str) -> tuple[int, int, int]:
+        found = re.search(r": (\d+) vignettes .*: (\d+) replies from (\d+) prompt evaluations",
+                          out)
+        assert found is not None, out
+        return tuple(int(g) for g in found.groups())
+
+    vignettes, replies, prompts = counts(shared)
+    assert replies == 3 * vignettes and prompts == vignettes
+    assert counts(whole) == (vignettes, replies, replies)
 
 
 @pytest.mark.parametrize(("name", "passes"), [("rule", True), ("deaf", False)])
@@ -302,7 +319,7 @@ class AccountSource(CharSource):
         super().__init__(follower)
         self.seeds: list[int] = []
 
-    def path(self, request):
+    def path(self, request, reuse_prompt=False):
         reply = super().path(request)
         if request.temperature == 0:
             return reply
@@ -356,6 +373,17 @@ def test_a_card_over_sampled_accounts_bounds_their_monte_carlo_error(scripted_ex
     again = validate_distribution(experiment, tmp_path / "again",
                                   saved=result.out_dir / "readout.json", progress=False)
     assert again.card["key"] == result.card["key"] and _outcomes(again) == _outcomes(result)
+    # a readout whose every account evaluated the prompt whole (as all did before the reuse
+    # existed: their provenance has no prompt_reuse) keeps its own key
+    assert result.card["readout"]["prompt_reuse"] is True
+    older = json.loads((result.out_dir / "readout.json").read_text())
+    del older["provenance"]["prompt_reuse"]
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    whole = validate_distribution(experiment, tmp_path / "older", saved=tmp_path / "older.json",
+                                  progress=False)
+    settings = ReadoutSettings(accounts=4, view="sampler", prompt_reuse=False)
+    assert whole.card["key"] == readout_key(prepare(experiment).key, settings, False)
+    assert whole.card["key"] != result.card["key"]
 
 
 def test_an_exact_share_trend_in_an_action_no_vignette_offers_cannot_fail():

@@ -46,7 +46,7 @@ class CharSource:
     def __init__(self, weigh=weights) -> None:
         self.weigh = weigh
 
-    def path(self, request) -> ReplyPath:
+    def path(self, request, reuse_prompt=False) -> ReplyPath:
         prompt = request.messages[-1]["content"]
         self.fields = dict(enum_fields(request.json_schema))
         best = {f: max(w := self.weigh(f, vs, prompt), key=w.get) for f, vs in self.fields.items()}
