@@ -134,9 +134,9 @@ class TokenSource(Protocol):
         Args:
             request: What to send.
             reuse_prompt: False: the prompt is evaluated whole (no reuse of an earlier call's
-                evaluation). True: the source's previous path had this same prompt, evaluated
-                whole, and the source may reuse that evaluation (a source without one ignores
-                it).
+                evaluation). True: the source's previous path had this same prompt, and the
+                evaluation of it that goes back to a whole one may be reused (a source without
+                one ignores it).
         """
         ...
 
