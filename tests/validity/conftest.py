@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
@@ -12,6 +15,7 @@ from governed_broker.config import load_experiment
 from governed_broker.config.resolved import ResolvedExperiment, resolve_experiment
 
 HERE = Path(__file__).resolve().parent
+BENCHMARKS = HERE.parents[1] / "benchmarks"
 
 #: A scripted model for runs and the CLI: medium appraisals, always do nothing.
 CONSTANT_SCRIPT = [{"pattern": ".", "reply": {
@@ -65,3 +69,15 @@ def scripted_experiment(scripted_file: Path):
         return resolve_experiment(load_experiment(scripted_file, list(overrides)))
 
     return make
+
+
+@pytest.fixture
+def load_benchmark() -> Callable[[str], ModuleType]:
+    """Import a script of benchmarks/ by its name (the folder is not a package)."""
+    def load(name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,15 +10,10 @@ from governed_broker.validity.readout_card import validate_distribution
 from governed_broker.validity.reference import reference_experiment
 from governed_broker.validity.validate import validate
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_card_agreement.py"
-
 
 @pytest.fixture
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_card_agreement", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def bench(load_benchmark):
+    return load_benchmark("bench_card_agreement")
 
 
 def test_the_rule_respondents_two_cards_agree(scripted_experiment, tmp_path, bench, capsys):

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_readout_written.py"
 LABELS = ["VL", "L", "M", "H", "VH"]
 LAW = {"VL": 0.5, "L": 0.5, "M": 0.0, "H": 0.0, "VH": 0.0}
 ACTIONS = {"do_nothing": 0.99, "relocate": 0.01}
 
 
 @pytest.fixture
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_readout_written", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def bench(load_benchmark):
+    return load_benchmark("bench_readout_written")
 
 
 def readout(writes: list[str]) -> dict:

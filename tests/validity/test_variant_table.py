@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,17 +9,15 @@ import pytest
 
 from governed_broker.cli import main
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "validity_variants.py"
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _variants_module():
-    spec = importlib.util.spec_from_file_location("validity_variants", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture
+def variants(load_benchmark):
+    return load_benchmark("validity_variants")
 
 
-def test_one_row_per_card_with_its_own_figures(scripted_file, tmp_path) -> None:
+def test_one_row_per_card_with_its_own_figures(scripted_file, tmp_path, variants) -> None:
     cards = []
     for name, extra in (("a", []), ("b", ["--set", "llm.threads=3",
                                           "--set", "llm.temperature=0.3"])):
@@ -28,7 +25,7 @@ def test_one_row_per_card_with_its_own_figures(scripted_file, tmp_path) -> None:
         assert main(["validate", str(scripted_file), "--out", str(out), "--no-progress",
                      *extra]) == 1
         cards.append(json.loads((out / "validity_card.json").read_text()))
-    lines = _variants_module().table(cards).splitlines()
+    lines = variants.table(cards).splitlines()
     assert len(lines) == 2 + len(cards)
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     rows = [dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True))
@@ -52,8 +49,8 @@ def test_one_row_per_card_with_its_own_figures(scripted_file, tmp_path) -> None:
     assert rows[0]["card"] != rows[1]["card"]
 
 
-def test_a_card_of_another_instrument_is_refused() -> None:
-    old = json.loads((SCRIPT.parents[1] / "docs" / "validity_cards" / "instrument_1" /
+def test_a_card_of_another_instrument_is_refused(variants) -> None:
+    old = json.loads((ROOT / "docs" / "validity_cards" / "instrument_1" /
                       "default.json").read_text())
     with pytest.raises(SystemExit, match="made with another instrument"):
-        _variants_module().table([old])
+        variants.table([old])
