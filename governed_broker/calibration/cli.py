@@ -43,6 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--refocus-margin", type=float, default=None, metavar="SHARE",
                         help="widen each kept range on both sides by this share of the "
                         "experiment's range (default 0.1)")
+    parser.add_argument("--refocus-free", dest="refocus_free", action="append", default=[],
+                        metavar="PARAM", help="keep this sampled parameter at the "
+                        "experiment's bounds in the new wave, for one the earlier wave's "
+                        "fitted years do not identify (repeatable)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=cmd_calibrate)
 
@@ -77,10 +81,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     wave = None
     if args.refocus is not None:
         margin = {} if args.refocus_margin is None else {"margin": args.refocus_margin}
-        wave = WaveSettings(args.refocus, args.refocus_cutoff, **margin)
-    elif args.refocus_cutoff is not None or args.refocus_margin is not None:
-        raise ConfigError("--refocus-cutoff and --refocus-margin need --refocus "
-                          "EARLIER_SWEEP_DIR")
+        wave = WaveSettings(args.refocus, args.refocus_cutoff, free=tuple(args.refocus_free),
+                            **margin)
+    elif (args.refocus_cutoff is not None or args.refocus_margin is not None
+          or args.refocus_free):
+        raise ConfigError("--refocus-cutoff, --refocus-margin and --refocus-free need "
+                          "--refocus EARLIER_SWEEP_DIR")
     result, sweep = calibrate(args.experiment, args.overrides, out_dir=args.out,
                               executor=args.executor, max_workers=args.max_workers,
                               progress=not args.no_progress, train=train, wave=wave)
@@ -89,7 +95,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         w = summary["wave"]
         print(f"wave {w['number']}: the box of {w['kept']} of {w['of']} points of "
               f"{w['previous']} with max implausibility <= {w['cutoff']:g}, widened by "
-              f"{w['margin']:g} of each range")
+              f"{w['margin']:g} of each range"
+              + (f"; at the experiment's bounds: {', '.join(w['free'])}" if w["free"] else ""))
     print(f"{summary['n_plausible']} of {summary['n_points']} parameter points plausible "
           f"(max implausibility <= {summary['cutoff']:g})")
     for name, span in summary["region"].items():

@@ -12,6 +12,12 @@ experiment's own bounds.
 Early waves commonly rule out less than the final one (Vernon, Goldstein & Bower 2010 judge
 early waves by the second- or third-largest implausibility); a wave's cutoff is the user's
 choice and is recorded in the calibration's ``summary.json`` with the bounds it gave.
+
+A box spanned by a few points also narrows the parameters the earlier wave's fitted years
+cannot tell apart (a trend that acts only after a training window, say), because the few
+points it keeps happen to lie close together. Such parameters can be named ``free``: they keep
+the experiment's bounds in the new wave. Whether a parameter is identified is a measurement
+(a profile through the best point, docs/hindcast.md), not a default: none is free unless named.
 """
 
 from __future__ import annotations
@@ -41,11 +47,13 @@ class WaveSettings:
         margin: Each kept range is widened on both sides by this share of the experiment's
             range for that parameter (0.1: a tenth; our judgement, so that a region sampled
             by a few points is not cut at them).
+        free: Parameters that keep the experiment's bounds (not narrowed).
     """
 
     previous: Path
     cutoff: float | None = None
     margin: float = 0.1
+    free: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,7 @@ class Wave:
     kept: int
     of: int
     bounds: dict[str, tuple[float, float]]
+    free: tuple[str, ...] = ()
 
     def override(self) -> str:
         """The ``--set`` that gives the sweep these bounds."""
@@ -72,6 +81,7 @@ class Wave:
         """Plain numbers for ``summary.json``."""
         return {"number": self.number, "previous": self.previous, "cutoff": self.cutoff,
                 "margin": self.margin, "kept": self.kept, "of": self.of,
+                "free": list(self.free),
                 "bounds": {k: list(v) for k, v in self.bounds.items()}}
 
 
@@ -86,10 +96,15 @@ def refocus(settings: WaveSettings, bounds: dict[str, tuple[float, float]],
 
     Raises:
         ConfigError: no scored points in ``settings.previous``, parameters that differ from
-            ``bounds``, a margin outside [0, 1], or no point at or under the cutoff.
+            ``bounds``, a margin outside [0, 1], a free parameter not in ``bounds``, or no
+            point at or under the cutoff.
     """
     if not 0.0 <= settings.margin <= 1.0 or math.isnan(settings.margin):
         raise ConfigError(f"--refocus-margin {settings.margin}: must be between 0 and 1")
+    unknown = [name for name in settings.free if name not in bounds]
+    if unknown:
+        raise ConfigError(f"--refocus-free {unknown[0]}: not a parameter of this design's "
+                          f"sweep.sampler.bounds {sorted(bounds)}")
     folder = _calibration_folder(settings.previous)
     points = _read_points(folder / POINTS_FILE)
     params = sorted(c[len(PARAM_PREFIX):] for c in points.columns if c.startswith(PARAM_PREFIX))
@@ -108,6 +123,9 @@ def refocus(settings: WaveSettings, bounds: dict[str, tuple[float, float]],
             "--refocus-cutoff")
     narrowed = {}
     for name, (low, high) in bounds.items():
+        if name in settings.free:
+            narrowed[name] = (low, high)
+            continue
         values = pd.to_numeric(kept[PARAM_PREFIX + name], errors="coerce")
         pad = settings.margin * (high - low)
         narrowed[name] = (max(low, float(values.min()) - pad),
@@ -119,7 +137,7 @@ def refocus(settings: WaveSettings, bounds: dict[str, tuple[float, float]],
     sweep_dir = folder.parent if folder.name == "calibration" else folder
     return Wave(number=_wave_number(folder) + 1, previous=str(sweep_dir),
                 cutoff=float(cutoff), margin=float(settings.margin), kept=len(kept),
-                of=len(points), bounds=narrowed)
+                of=len(points), bounds=narrowed, free=tuple(settings.free))
 
 
 def _calibration_folder(previous: Path) -> Path:

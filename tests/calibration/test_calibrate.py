@@ -147,6 +147,7 @@ def test_a_further_wave_samples_near_the_earlier_waves_best_point(calibrated,
         # every point of the new wave lies within a twentieth of the range of the best one
         assert (abs(points[column] - best[column]) <= span + 1e-9).all(), name
     assert main(["calibrate", str(SMALL), "--refocus-cutoff", "4"]) == 2
+    assert main(["calibrate", str(SMALL), "--refocus-free", "decision.baseline.beta_min"]) == 2
     assert main([*args[:2], "--out", str(out), *args[4:]]) == 2  # not into the earlier wave
     named_folder = [*args[:2], "--out", str(out), "--no-progress", "--refocus",
                     str(out / "calibration"), *args[7:]]

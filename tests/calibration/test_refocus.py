@@ -49,6 +49,15 @@ def test_a_looser_cutoff_keeps_more_and_the_wave_number_follows(tmp_path) -> Non
     assert wave.bounds == {"a.x": (1.0, 9.0), "b.y": (-0.9, 0.5)}
 
 
+def test_a_free_parameter_keeps_the_experiments_bounds_and_is_recorded(tmp_path) -> None:
+    previous = _wave(tmp_path, _points([1.0, 4.0, 9.0], [-0.9, 0.2, 0.5], [2.5, 3.0, 7.0]))
+    wave = refocus(WaveSettings(previous, margin=0.1, free=("b.y",)), BOUNDS, 3.0)
+    assert wave.bounds == {"a.x": pytest.approx((0.0, 5.0)), "b.y": (-1.0, 1.0)}
+    assert wave.summary()["free"] == ["b.y"]
+    with pytest.raises(ConfigError, match=r"--refocus-free c.z: not a parameter"):
+        refocus(WaveSettings(previous, free=("c.z",)), BOUNDS, 3.0)
+
+
 def test_no_point_under_the_cutoff_names_the_smallest(tmp_path) -> None:
     previous = _wave(tmp_path, _points([1.0, 4.0], [0.0, 0.1], [3.38, float("nan")]))
     with pytest.raises(ConfigError, match=r"at or under 3 \(the smallest is 3.38\).*"
