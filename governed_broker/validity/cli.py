@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from governed_broker.llm.readout import ReadoutSettings
 from governed_broker.validity.readout_cli import (
     DEFAULT_ACCOUNTS,
     add_accounts_option,
@@ -76,7 +77,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from governed_broker.config.base import ConfigError
     from governed_broker.config.loader import load_experiment
     from governed_broker.config.resolved import resolve_experiment
-    from governed_broker.llm.readout import ReadoutSettings
     from governed_broker.validity.budget import budget_lines
     from governed_broker.validity.validate import prepare, validate
 
@@ -131,7 +131,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if result.card["passed"] else 1
 
 
-def readout_budget_line(plan: Any, settings: Any) -> str:
+def readout_budget_line(plan: Any, settings: ReadoutSettings) -> str:
     """What ``--readout distribution`` with ``settings`` reads instead of sampled decisions."""
     from governed_broker.validity.readout import READ_ARMS, primary_vignettes
 

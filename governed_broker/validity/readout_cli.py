@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from governed_broker.llm.readout import VIEWS
+from governed_broker.llm.readout import VIEWS, ReadoutSettings
 
 #: Sampled accounts the readout commands read the coping label and the action over, by default
 #: (the library's default, ``ReadoutSettings``, is the greedy path); docs/validity.md "Cards
@@ -93,10 +93,8 @@ def add_view_option(parser: argparse.ArgumentParser) -> None:
         "rounding, in about a third of the time)")
 
 
-def reading_settings(args: argparse.Namespace, top_k: int | None = None) -> Any:
+def reading_settings(args: argparse.Namespace, top_k: int | None = None) -> ReadoutSettings:
     """The ``ReadoutSettings`` of ``--accounts``, ``--view``, ``--whole-prompts``."""
-    from governed_broker.llm.readout import ReadoutSettings
-
     return ReadoutSettings(top_k=top_k or ReadoutSettings.top_k, accounts=accounts_option(args),
                            view=args.view or "sampler", prompt_reuse=not args.whole_prompts)
 
